@@ -97,7 +97,7 @@ def get_counter(spec: str | TokenCounter = "lexical") -> TokenCounter:
             return BpeCounter(spec[4:])
         if spec in BPE_ENCODINGS or spec == "bpe":
             raise InvalidOptionError(
-                f"counter {spec!r} is ambiguous: name the encoding explicitly, e.g. 'bpe:o200k_base'"
+                f"counter {spec!r} is ambiguous: name the encoding, e.g. 'bpe:o200k_base'"
             )
         raise InvalidOptionError(
             f"unknown counter {spec!r}; use one of {', '.join(map(repr, COUNTER_NAMES))} "

@@ -1,0 +1,106 @@
+"""The ``tomc`` command line: a thin layer over the library."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from . import __version__
+from .compiler import STRATEGIES, compile_memory
+from .errors import TomcError
+from .sources import MAX_INTERACTIVE_CHARS, check_interactive_size
+
+__all__ = ["main"]
+
+
+def _load_history(raw: str) -> str | list:
+    """A JSON list of chat messages is read as chat; anything else is plain lines."""
+    stripped = raw.lstrip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError:
+            return raw
+        if isinstance(data, list) and all(isinstance(m, dict) and "role" in m for m in data):
+            return data
+    return raw
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tomc")
+def main() -> None:
+    """TOMC compiles long LLM histories into a compact, auditable memory."""
+
+
+@main.command("compile")
+@click.argument("source", type=click.File("rb"), default="-")
+@click.option("--task", "-t", required=True, help="The question or instruction the memory is for.")
+@click.option(
+    "--budget",
+    "-b",
+    type=int,
+    default=None,
+    help="Memory budget in tokens (default: 80%→60% of the input).",
+)
+@click.option(
+    "--strategy", "-s", type=click.Choice(STRATEGIES), default="tomc_raw", show_default=True
+)
+@click.option(
+    "--counter",
+    "-c",
+    default="lexical",
+    show_default=True,
+    help="lexical, bpe:o200k_base or bpe:cl100k_base.",
+)
+@click.option("--uncapped", is_flag=True, help="Ignore the row caps (comparison mode).")
+@click.option(
+    "--max-chars",
+    type=int,
+    default=MAX_INTERACTIVE_CHARS,
+    show_default=True,
+    help="Refuse larger input; 0 for no limit.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
+@click.option("--inspect", "as_inspect", is_flag=True, help="Print the memory, then the inspector.")
+def compile_command(
+    source, task, budget, strategy, counter, uncapped, max_chars, as_json, as_inspect
+) -> None:
+    """Compile SOURCE (a file, or - for stdin) for a task and print the memory.
+
+    SOURCE is plain text (one source line per nonempty line) or a JSON list of chat messages.
+    """
+    data = source.read()
+    try:
+        raw = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{source.name} is not UTF-8 text (byte {exc.start}); TOMC compiles text histories"
+        ) from None
+    try:
+        history = _load_history(raw)
+        check_interactive_size(history, task, max_chars or None)
+        result = compile_memory(
+            history,
+            task,
+            budget_tokens=budget,
+            strategy=strategy,
+            counter=counter,
+            uncapped=uncapped,
+        )
+    except TomcError as exc:
+        if "interactive limit" in str(exc):
+            raise click.ClickException(f"{exc} (or pass --max-chars 0)") from None
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        return
+    click.echo(result.compiled_memory, nl=False)
+    if as_inspect:
+        click.echo("\n" + "=" * 40 + " inspector " + "=" * 40)
+        click.echo(result.inspect(), nl=False)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

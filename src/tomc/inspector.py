@@ -1,0 +1,63 @@
+"""The plain-text inspector: what was kept, what was left out, and why."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .result import CompileResult
+
+__all__ = ["render_inspection"]
+
+_TEXT_WIDTH = 100
+
+
+def _clip(text: str, width: int = _TEXT_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_inspection(result: CompileResult) -> str:
+    """Source units in order (kept or not, and why), then every ledger row, then the figures."""
+    source_rows = {row.key: row for row in result.ledger if row.kind == "source"}
+    supported: dict[str, list[str]] = {}
+    for row in result.ledger:
+        if row.kind != "source" and row.included:
+            for unit in row.source_ids:
+                supported.setdefault(unit, []).append(row.kind)
+    lines = [
+        f"route: {result.route} ({result.route_reason})",
+        f"strategy: {result.strategy} -> {result.applied_strategy}; counter: {result.counter}",
+        "",
+        "SOURCE UNITS",
+    ]
+    for unit in result.sources:
+        row = source_rows.get(unit.id)
+        role = unit.role or "-"
+        if row is not None:
+            mark = "KEPT" if row.included else "    "
+            why = row.reason
+        else:
+            mark, why = "    ", "not a source candidate for this strategy"
+        if unit.id in supported:
+            why += f"; supports included {'/'.join(sorted(set(supported[unit.id])))} record"
+        lines.append(f"{mark} {unit.id:>6} [{role}] {_clip(unit.text)}")
+        lines.append(f"{'':11}└ {why}")
+    lines += ["", "LEDGER (records)"]
+    records = [row for row in result.ledger if row.kind != "source"]
+    if not records:
+        lines.append("  (no candidate records)")
+    for row in records:
+        mark = "IN " if row.included else "OUT"
+        lines.append(f"{mark} {row.kind:<8} {_clip(row.text)}")
+        lines.append(f"{'':4}tokens={row.tokens} sources={','.join(row.source_ids)} · {row.reason}")
+    by_kind = ", ".join(f"{kind}={n}" for kind, n in result.tokens_by_kind.items())
+    exceeded = [kind for kind, hit in result.caps_exceeded.items() if hit]
+    lines += [
+        "",
+        "TOKENS",
+        f"input={result.input_tokens} budget={result.budget_tokens} memory={result.memory_tokens}"
+        f" ({by_kind})",
+        f"caps exceeded: {', '.join(exceeded) if exceeded else 'none'}",
+        f"latency: {result.latency_s * 1000:.1f} ms",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,76 @@
+"""English lexical analysis shared by counting, routing and retrieval.
+
+Terms are lower-cased lexical tokens (see :mod:`tomc.counters`). The stemmer is a light
+suffix stripper whose stem is always a prefix of the word; retrieval relies on that to find
+every form of a query stem with one regular expression.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .counters import _CJK
+
+__all__ = ["STOPWORDS", "WORD_PATTERN", "is_content_word", "query_terms", "stem", "word_tokens"]
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before
+    being below between both but by can cannot could couldn't did didn't do does doesn't doing
+    don't down during each few for from further had hadn't has hasn't have haven't having he
+    he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've
+    if in into is isn't it it's its itself let's me more most mustn't my myself no nor not of
+    off on once only or other ought our ours ourselves out over own same shan't she she'd she'll
+    she's should shouldn't so some such than that that's the their theirs them themselves then
+    there there's these they they'd they'll they're they've this those through to too under
+    until up very was wasn't we we'd we'll we're we've were weren't what what's when when's
+    where where's which while who who's whom why why's with won't would wouldn't you you'd
+    you'll you're you've your yours yourself yourselves also just will shall may might must s t
+    d ll m o re ve y
+    """.split()
+)
+
+# Word runs and single CJK characters, as in the lexical counter, but no punctuation.
+WORD_PATTERN = re.compile(rf"[^\W{_CJK}]+|[{_CJK}]")
+_SUFFIXES = ("ingly", "edly", "ings", "ing", "ied", "ies", "ed", "es", "ly", "s", "e", "y")
+_NO_UNDOUBLE = frozenset("lsz")
+
+
+def word_tokens(text: str) -> list[str]:
+    """Lower-cased word tokens (punctuation dropped)."""
+    return WORD_PATTERN.findall(text.lower())
+
+
+def stem(word: str) -> str:
+    """Strip one common English suffix; the result is always a prefix of ``word``."""
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                return word
+            word = word[: -len(suffix)]
+            # running -> runn -> run, stopped -> stopp -> stop
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in _NO_UNDOUBLE:
+                word = word[:-1]
+            return word
+    return word
+
+
+def is_content_word(token: str) -> bool:
+    """A token worth counting as a 'common word': not a stopword, number or single letter."""
+    return len(token) > 1 and token not in STOPWORDS and not token.isdigit()
+
+
+# Single CJK characters that carry no topic (particles, copulas, pronouns).
+CJK_STOP_CHARS = frozenset("的了是在和与及或也都就还而之其这那个们我你他她它吗呢吧啊么什")
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct stemmed content terms of a query, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for token in word_tokens(text):
+        if token in STOPWORDS or token in CJK_STOP_CHARS:
+            continue
+        seen.setdefault(stem(token), None)
+    return list(seen)

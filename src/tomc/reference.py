@@ -1,0 +1,85 @@
+"""Reference kernels: small, obviously correct, slow. Test oracles for :mod:`tomc.kernels`.
+
+Nothing here is used by the compiler itself; the property tests compare the fast kernels
+with these on random programs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from .counters import CJK_CHAR
+from .lexicon import WORD_PATTERN
+from .operations import Copy, Relation, Set
+from .result import UNKNOWN
+
+
+def reference_state(
+    program: Sequence[tuple[int, Set | Copy]],
+) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """``{name: (value, supporting units)}`` by literal replay with whole-tuple copies."""
+    state: dict[str, tuple[str, tuple[int, ...]]] = {}
+    for unit, op in program:
+        if isinstance(op, Set):
+            state[op.name] = (op.value, (unit,))
+        elif op.source in state:
+            value, chain = state[op.source]
+            state[op.target] = (value, (*chain, unit))
+        else:
+            state[op.target] = (UNKNOWN, (unit,))
+    return state
+
+
+def reference_paths(
+    relations: Sequence[tuple[int, Relation]], labels: Sequence[str]
+) -> set[tuple[tuple[str, ...], tuple[int, ...]]]:
+    """Every path following ``labels`` exactly, as ``(casefolded nodes, supporting units)``.
+
+    Brute force over all edge sequences of the right length; an edge is used at most once per
+    path, and duplicate statements of one edge are merged.
+    """
+
+    def norm(text: str) -> str:
+        return " ".join(text.casefold().split())
+
+    edges: dict[tuple[str, str, str], set[int]] = {}
+    for unit, rel in relations:
+        edges.setdefault((norm(rel.source), norm(rel.label), norm(rel.target)), set()).add(unit)
+    wanted = [norm(label) for label in labels]
+    paths = set()
+    for sequence in itertools.permutations(edges, len(wanted)):
+        if any(edge[1] != label for edge, label in zip(sequence, wanted, strict=True)):
+            continue
+        if any(a[2] != b[0] for a, b in itertools.pairwise(sequence)):
+            continue
+        nodes = (sequence[0][0], *(edge[2] for edge in sequence))
+        units = tuple(sorted(set().union(*(edges[edge] for edge in sequence))))
+        paths.add((nodes, units))
+    return paths
+
+
+def reference_counts(texts: Sequence[str], term: str) -> tuple[int, tuple[int, ...]]:
+    """``(occurrences, units containing it)`` of one term."""
+    occurrences = 0
+    units = []
+    for index, text in enumerate(texts):
+        if CJK_CHAR.search(term):
+            n = text.lower().count(term)
+        else:
+            n = sum(1 for token in WORD_PATTERN.findall(text.lower()) if token == term)
+        if n:
+            occurrences += n
+            units.append(index)
+    return occurrences, tuple(units)
+
+
+def reference_pack(tokens: Sequence[int], budget: int) -> list[int]:
+    """Greedy whole-row packing in priority order: take a row whenever it still fits."""
+    taken = []
+    used = 0
+    for index, cost in enumerate(tokens):
+        if used + cost <= budget:
+            taken.append(index)
+            used += cost
+    return taken

@@ -1,0 +1,88 @@
+"""Line-level BM25 over source units for one query.
+
+Only the query's terms matter for one query, so instead of indexing every token this scans each
+line once with a pattern that finds the query terms' surface forms (a stem is always a prefix
+of its words) and re-stems the few matches to confirm them. Cost is one regex pass per line.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from .counters import _CJK
+from .lexicon import stem
+
+__all__ = ["BM25_B", "BM25_K1", "bm25_scores"]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def _surface_pattern(terms: Sequence[str]) -> re.Pattern[str]:
+    cjk = sorted(t for t in terms if len(t) == 1 and re.fullmatch(f"[{_CJK}]", t))
+    words = sorted((t for t in terms if t not in cjk), key=lambda t: (-len(t), t))
+    parts = []
+    if words:
+        alternatives = "|".join(map(re.escape, words))
+        parts.append(rf"(?<![^\W{_CJK}])(?:{alternatives})[^\W{_CJK}]*")
+    if cjk:
+        parts.append("[" + "".join(cjk) + "]")
+    return re.compile("|".join(parts))
+
+
+def term_frequencies(
+    texts: Sequence[str], terms: Sequence[str]
+) -> list[tuple[int, dict[str, int]]]:
+    """``(line index, {term: tf})`` for every line that contains a query term."""
+    if not terms:
+        return []
+    wanted = frozenset(terms)
+    pattern = _surface_pattern(terms)
+    stems: dict[str, str] = {}
+    hits: list[tuple[int, dict[str, int]]] = []
+    findall = pattern.findall
+    for index, text in enumerate(texts):
+        found = findall(text.lower())
+        if not found:
+            continue
+        tf: dict[str, int] = {}
+        for surface in found:
+            term = stems.get(surface)
+            if term is None:
+                term = stems[surface] = stem(surface)
+            if term in wanted:
+                tf[term] = tf.get(term, 0) + 1
+        if tf:
+            hits.append((index, tf))
+    return hits
+
+
+def bm25_scores(
+    texts: Sequence[str],
+    lengths: Sequence[int],
+    terms: Sequence[str],
+    *,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
+) -> dict[int, float]:
+    """BM25 score of every line that matches at least one term (others score 0).
+
+    ``lengths`` are the lines' token counts; ``terms`` are stemmed query terms.
+    """
+    count = len(texts)
+    if not count:
+        return {}
+    hits = term_frequencies(texts, terms)
+    df: dict[str, int] = {}
+    for _, tf in hits:
+        for term in tf:
+            df[term] = df.get(term, 0) + 1
+    idf = {t: math.log(1.0 + (count - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+    average = (sum(lengths) / count) or 1.0
+    scores: dict[int, float] = {}
+    for index, tf in hits:
+        norm = k1 * (1.0 - b + b * lengths[index] / average)
+        scores[index] = sum(idf[t] * f * (k1 + 1.0) / (f + norm) for t, f in tf.items())
+    return scores

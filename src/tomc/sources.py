@@ -1,0 +1,143 @@
+"""Reading a history into source units: one unit per nonempty content line, in order."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InputTooLargeError, InvalidHistoryError
+
+__all__ = [
+    "MAX_INTERACTIVE_CHARS",
+    "History",
+    "SourceTable",
+    "check_interactive_size",
+    "read_history",
+]
+
+#: Interactive surfaces (CLI by default, MCP, web) refuse input over this many characters.
+MAX_INTERACTIVE_CHARS = 200_000
+
+History = str | Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceTable:
+    """Columns of the source units. Kept as parallel tuples so big histories stay cheap."""
+
+    texts: tuple[str, ...]
+    roles: tuple[str | None, ...]
+    message_indexes: tuple[int, ...]
+    line_indexes: tuple[int, ...]
+    is_chat: bool
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def _message_text(message: Any, index: int) -> str:
+    if not isinstance(message, Mapping):
+        raise InvalidHistoryError(
+            f"message {index} is a {type(message).__name__}; each message must be a mapping "
+            "with 'role' and 'content'"
+        )
+    role = message.get("role")
+    if not isinstance(role, str) or not role:
+        raise InvalidHistoryError(f"message {index} has no 'role' string")
+    content = message.get("content")
+    if content is None:
+        return ""  # e.g. an assistant message that only carries tool calls
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
+        texts = []
+        for part_index, part in enumerate(content):
+            if isinstance(part, str):
+                texts.append(part)
+                continue
+            if not isinstance(part, Mapping):
+                raise InvalidHistoryError(
+                    f"message {index} part {part_index} is a {type(part).__name__}, not a "
+                    "content part mapping"
+                )
+            kind = part.get("type")
+            if kind in ("text", "input_text", "output_text") and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            else:
+                raise InvalidHistoryError(
+                    f"message {index} part {part_index} has type {kind!r}; only text parts can "
+                    "be compiled (drop images, audio and files, or pass the request through)"
+                )
+        return "\n".join(texts)
+    raise InvalidHistoryError(
+        f"message {index} content is a {type(content).__name__}; expected a string or a list of "
+        "text parts"
+    )
+
+
+def read_history(history: History) -> SourceTable:
+    """Split a history into source units; raise :class:`InvalidHistoryError` when unreadable."""
+    if isinstance(history, bytes | bytearray):
+        raise InvalidHistoryError("history is bytes; decode it to str first")
+    texts: list[str] = []
+    roles: list[str | None] = []
+    message_indexes: list[int] = []
+    line_indexes: list[int] = []
+    if isinstance(history, str):
+        if "\x00" in history:
+            raise InvalidHistoryError("history contains NUL bytes; it looks like binary data")
+        for line_index, line in enumerate(history.splitlines()):
+            if line.strip():
+                texts.append(line)
+                line_indexes.append(line_index)
+        roles = [None] * len(texts)
+        message_indexes = [0] * len(texts)
+        is_chat = False
+    elif isinstance(history, Sequence):
+        for message_index, message in enumerate(history):
+            text = _message_text(message, message_index)
+            if "\x00" in text:
+                raise InvalidHistoryError(f"message {message_index} contains NUL bytes")
+            role = message["role"]
+            for line_index, line in enumerate(text.splitlines()):
+                if line.strip():
+                    texts.append(line)
+                    roles.append(role)
+                    message_indexes.append(message_index)
+                    line_indexes.append(line_index)
+        is_chat = True
+    else:
+        raise InvalidHistoryError(
+            f"history must be a str or a list of chat messages, not {type(history).__name__}"
+        )
+    if not texts:
+        raise InvalidHistoryError("history is empty: it has no nonempty content line")
+    return SourceTable(
+        tuple(texts), tuple(roles), tuple(message_indexes), tuple(line_indexes), is_chat
+    )
+
+
+def history_chars(history: History) -> int:
+    """Characters of text in a history (message text only for chat lists)."""
+    if isinstance(history, str):
+        return len(history)
+    total = 0
+    for index, message in enumerate(history):
+        total += len(_message_text(message, index))
+    return total
+
+
+def check_interactive_size(
+    history: History, task: str = "", limit: int | None = MAX_INTERACTIVE_CHARS
+) -> None:
+    """Refuse input over ``limit`` characters (``None`` or 0: no limit)."""
+    if not limit:
+        return
+    size = history_chars(history) + len(task or "")
+    if size > limit:
+        raise InputTooLargeError(
+            size,
+            limit,
+            "split the history, or call tomc.compile_memory() from Python, which has no limit",
+        )
