@@ -1,0 +1,551 @@
+// TOMC source inspector: plain JavaScript, no build step, no third-party code.
+// Everything the server sends is inserted with textContent, never as HTML.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const els = {
+    form: $("compile-form"),
+    history: $("history"),
+    task: $("task"),
+    budget: $("budget"),
+    strategy: $("strategy"),
+    counter: $("counter"),
+    compile: $("compile"),
+    loadExample: $("load-example"),
+    clear: $("clear"),
+    openFile: $("open-file"),
+    fileInput: $("file-input"),
+    charCount: $("char-count"),
+    limitMessage: $("limit-message"),
+    status: $("status"),
+    error: $("error"),
+    results: $("results"),
+    summary: $("summary"),
+    memoryBar: $("memory-bar"),
+    memoryBarLabel: $("memory-bar-label"),
+    inputBar: $("input-bar"),
+    inputBarLabel: $("input-bar-label"),
+    tokenLegend: $("token-legend"),
+    memory: $("memory"),
+    copyMemory: $("copy-memory"),
+    copyStatus: $("copy-status"),
+    sources: $("sources"),
+    selectionNote: $("selection-note"),
+    ledgerFilter: $("ledger-filter"),
+    ledgerKind: $("ledger-kind"),
+    ledgerIncluded: $("ledger-included"),
+    ledgerCount: $("ledger-count"),
+    ledgerBody: document.querySelector("#ledger tbody"),
+  };
+
+  const KNOWN_KINDS = ["state", "relation", "count", "source"];
+  const state = {
+    maxChars: 200000,
+    result: null,
+    selectedRow: null, // index into result.ledger
+    inFlight: null, // AbortController of the running compile
+  };
+
+  const fmt = (n) => Number(n).toLocaleString("en-US");
+
+  // Python counts code points; JavaScript strings count UTF-16 units. Counting code points here
+  // keeps the page's verdict identical to the server's for emoji and rare CJK characters.
+  const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
+  function codePoints(text) {
+    const pairs = text.match(SURROGATE_PAIR);
+    return text.length - (pairs ? pairs.length : 0);
+  }
+
+  function setStatus(text) {
+    els.status.textContent = text;
+  }
+
+  function clearError() {
+    els.error.hidden = true;
+    els.error.textContent = "";
+  }
+
+  function showError(title, detail) {
+    els.error.textContent = "";
+    const strong = document.createElement("strong");
+    strong.textContent = title;
+    els.error.append(strong);
+    if (detail) {
+      const p = document.createElement("span");
+      p.textContent = detail;
+      els.error.append(p);
+    }
+    els.error.hidden = false;
+  }
+
+  // ---- character limit -------------------------------------------------------------------
+  function inputChars() {
+    return codePoints(els.history.value) + codePoints(els.task.value);
+  }
+
+  function updateCounter() {
+    const used = inputChars();
+    const over = used > state.maxChars;
+    els.charCount.textContent =
+      `${fmt(used)} / ${fmt(state.maxChars)} characters (history and task)`;
+    els.charCount.classList.toggle("over", over);
+    els.history.setAttribute("aria-invalid", over ? "true" : "false");
+    if (over) {
+      els.limitMessage.textContent =
+        `Too long to compile here: the history and task have ${fmt(used)} characters, ` +
+        `${fmt(used - state.maxChars)} over the limit of ${fmt(state.maxChars)}. ` +
+        "Nothing will be sent until it fits: shorten or split the history " +
+        "(tomc.compile_memory() in Python has no limit).";
+      els.limitMessage.hidden = false;
+    } else {
+      els.limitMessage.hidden = true;
+      els.limitMessage.textContent = "";
+    }
+    return !over;
+  }
+
+  // ---- options, example, files -----------------------------------------------------------
+  function fillSelect(select, values, chosen) {
+    const current = select.value || chosen;
+    select.textContent = "";
+    for (const value of values) {
+      const option = document.createElement("option");
+      option.value = value;
+      option.textContent = value;
+      select.append(option);
+    }
+    select.value = values.includes(current) ? current : chosen;
+  }
+
+  async function getJson(url) {
+    const response = await fetch(url, { headers: { Accept: "application/json" } });
+    const data = await response.json();
+    if (!response.ok) {
+      throw new Error(data && data.error ? data.error.message : `HTTP ${response.status}`);
+    }
+    return data;
+  }
+
+  async function loadOptions() {
+    try {
+      const options = await getJson("/api/options");
+      state.maxChars = options.max_chars;
+      fillSelect(els.strategy, options.strategies, options.default_strategy);
+      fillSelect(els.counter, options.counters, options.default_counter);
+      document.body.dataset.ready = "true";
+    } catch (err) {
+      showError("Could not read the server's options.", describeFetchError(err));
+    }
+    updateCounter();
+  }
+
+  async function loadExample() {
+    clearError();
+    try {
+      const example = await getJson("/api/example");
+      els.history.value = example.history;
+      els.task.value = example.task;
+      els.budget.value = example.budget_tokens === null ? "" : String(example.budget_tokens);
+      els.strategy.value = example.strategy;
+      els.counter.value = example.counter;
+      updateCounter();
+      setStatus(`Loaded the example “${example.name}”. Press Compile.`);
+    } catch (err) {
+      showError("Could not load the example.", describeFetchError(err));
+    }
+  }
+
+  async function loadFile(file) {
+    clearError();
+    // UTF-8 spends at most 4 bytes on a character, so a bigger file cannot fit: refuse it
+    // before reading megabytes into the text area.
+    if (file.size > state.maxChars * 4) {
+      els.limitMessage.textContent =
+        `The file “${file.name}” has ${fmt(file.size)} bytes, far over the limit of ` +
+        `${fmt(state.maxChars)} characters. Nothing was loaded and nothing will be sent.`;
+      els.limitMessage.hidden = false;
+      return;
+    }
+    try {
+      els.history.value = await file.text();
+    } catch (err) {
+      showError(`Could not read “${file.name}”.`, String(err && err.message ? err.message : err));
+      return;
+    }
+    updateCounter();
+    setStatus(`Loaded “${file.name}” (${fmt(codePoints(els.history.value))} characters).`);
+  }
+
+  // ---- compile ---------------------------------------------------------------------------
+  function describeFetchError(err) {
+    if (err && err.name === "TypeError") {
+      return "The TOMC server did not answer. Is `tomc serve` still running?";
+    }
+    return String(err && err.message ? err.message : err);
+  }
+
+  function requestBody() {
+    const budgetText = els.budget.value.trim();
+    return {
+      history: els.history.value,
+      task: els.task.value,
+      // An empty box means "library default"; anything else goes to the server, which
+      // explains in words what is wrong with it (negative, fractional, ...).
+      budget_tokens: budgetText === "" ? null : Number(budgetText),
+      strategy: els.strategy.value,
+      counter: els.counter.value,
+    };
+  }
+
+  async function compile() {
+    clearError();
+    if (els.budget.validity && els.budget.validity.badInput) {
+      showError("The budget is not a number.", "Enter a whole number of tokens, or leave it empty.");
+      els.budget.focus();
+      return;
+    }
+    if (!updateCounter()) {
+      setStatus("Nothing was sent: the input is over the character limit.");
+      els.history.focus();
+      return;
+    }
+    if (state.inFlight) state.inFlight.abort();
+    const controller = new AbortController();
+    state.inFlight = controller;
+    els.compile.disabled = true;
+    els.form.setAttribute("aria-busy", "true");
+    setStatus("Compiling…");
+    const started = performance.now();
+    try {
+      const response = await fetch("/api/compile", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Accept: "application/json" },
+        body: JSON.stringify(requestBody()),
+        signal: controller.signal,
+      });
+      const roundTrip = performance.now() - started;
+      let data = null;
+      try {
+        data = await response.json();
+      } catch (_) {
+        data = null;
+      }
+      if (!response.ok) {
+        const message =
+          data && data.error && data.error.message
+            ? data.error.message
+            : `The server answered HTTP ${response.status} without an explanation.`;
+        const kind = data && data.error && data.error.type ? `, ${data.error.type}` : "";
+        showError("The compiler refused this input.", `${capitalise(message)} (HTTP ${response.status}${kind})`);
+        setStatus("");
+        els.results.hidden = true;
+        return;
+      }
+      if (!data) {
+        showError("The server's answer could not be read.", "It was not JSON.");
+        setStatus("");
+        return;
+      }
+      render(data, roundTrip);
+    } catch (err) {
+      if (err && err.name === "AbortError") return; // superseded by a newer compile
+      showError("Could not compile.", describeFetchError(err));
+      setStatus("");
+    } finally {
+      if (state.inFlight === controller) {
+        state.inFlight = null;
+        els.compile.disabled = false;
+        els.form.removeAttribute("aria-busy");
+      }
+    }
+  }
+
+  function capitalise(text) {
+    return text ? text.charAt(0).toUpperCase() + text.slice(1) : text;
+  }
+
+  // ---- rendering -------------------------------------------------------------------------
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = text;
+    return node;
+  }
+
+  function render(result, roundTrip) {
+    state.result = result;
+    state.selectedRow = null;
+    renderSummary(result, roundTrip);
+    renderTokens(result);
+    els.memory.textContent = result.compiled_memory || "(empty: nothing fitted the budget)";
+    els.copyStatus.textContent = "";
+    renderSources(result.sources);
+    renderKindOptions(result.ledger);
+    renderLedger();
+    els.selectionNote.textContent =
+      "Select a ledger row to highlight the source units that support it.";
+    els.results.hidden = false;
+    document.body.dataset.compiled = String(Number(document.body.dataset.compiled || 0) + 1);
+    const kept = result.sources.filter((u) => u.status !== "omitted").length;
+    setStatus(
+      `Compiled: ${fmt(result.memory_tokens)} of ${fmt(result.budget_tokens)} budget tokens; ` +
+        `${fmt(kept)} of ${fmt(result.sources.length)} source units kept.`,
+    );
+  }
+
+  function renderSummary(result, roundTrip) {
+    const strategy =
+      result.applied_strategy && result.applied_strategy !== result.strategy
+        ? `${result.strategy} → ${result.applied_strategy}`
+        : result.strategy;
+    const capped = Object.entries(result.caps_exceeded || {})
+      .filter(([, exceeded]) => exceeded)
+      .map(([kind]) => kind);
+    const rows = [
+      ["Route", result.route],
+      ["Why", result.route_reason],
+      ["Strategy", strategy],
+      ["Counter", result.counter],
+      ["History", result.input && result.input.format === "messages" ? "chat messages" : "plain lines"],
+      ["Latency", `${(result.latency_s * 1000).toFixed(1)} ms compile · ${Math.round(roundTrip)} ms round trip`],
+    ];
+    if (capped.length) rows.push(["Caps exceeded", capped.join(", ")]);
+    els.summary.textContent = "";
+    for (const [term, value] of rows) {
+      els.summary.append(el("dt", null, term), el("dd", null, value));
+      if (term === "Route") els.summary.lastChild.id = "route";
+    }
+  }
+
+  function renderTokens(result) {
+    const budget = Math.max(result.budget_tokens || 0, 1);
+    const scale = Math.max(budget, result.memory_tokens || 0);
+    const byKind = result.tokens_by_kind || {};
+    els.memoryBar.textContent = "";
+    els.tokenLegend.textContent = "";
+    const kinds = Object.keys(byKind).sort(
+      (a, b) => kindOrder(a) - kindOrder(b) || a.localeCompare(b),
+    );
+    for (const kind of kinds) {
+      const tokens = byKind[kind];
+      const cls = KNOWN_KINDS.includes(kind) ? kind : "other";
+      if (tokens > 0) {
+        const seg = el("span", `seg seg-${cls}`);
+        seg.style.width = `${(100 * tokens) / scale}%`;
+        seg.title = `${kind}: ${fmt(tokens)} tokens`;
+        els.memoryBar.append(seg);
+      }
+      const item = el("li");
+      item.append(el("span", `dot dot-${cls}`), `${kind} ${fmt(tokens)}`);
+      els.tokenLegend.append(item);
+    }
+    const memoryText =
+      `Memory ${fmt(result.memory_tokens)} of ${fmt(result.budget_tokens)} budget tokens`;
+    els.memoryBarLabel.textContent = memoryText;
+    els.memoryBar.setAttribute(
+      "aria-label",
+      `${memoryText}: ` + kinds.map((k) => `${k} ${fmt(byKind[k])}`).join(", "),
+    );
+    const input = Math.max(result.input_tokens || 0, 1);
+    const share = Math.min(100, (100 * result.budget_tokens) / input);
+    const inputText =
+      `Input ${fmt(result.input_tokens)} tokens; the budget is ` +
+      `${share >= 10 ? share.toFixed(0) : share.toFixed(1)}% of it`;
+    els.inputBarLabel.textContent = inputText;
+    els.inputBar.textContent = "";
+    const seg = el("span", "seg seg-budget");
+    seg.style.width = `${share}%`;
+    els.inputBar.append(seg);
+    els.inputBar.setAttribute("aria-label", inputText);
+  }
+
+  function kindOrder(kind) {
+    const i = KNOWN_KINDS.indexOf(kind);
+    return i === -1 ? KNOWN_KINDS.length : i;
+  }
+
+  const STATUS_LABEL = { kept: "kept", record: "in a record", omitted: "left out" };
+
+  function renderSources(units) {
+    const frag = document.createDocumentFragment();
+    for (const unit of units) {
+      const li = el("li", `unit ${unit.status}`);
+      li.id = `unit-${unit.id}`;
+      li.dataset.id = unit.id;
+      li.dataset.status = unit.status;
+      li.append(el("span", "unit-id", unit.id));
+      const text = el("span", "unit-text", unit.text);
+      li.append(text);
+      const meta = el("span", "unit-meta");
+      if (unit.role) meta.append(el("span", "unit-role", unit.role));
+      meta.append(`${STATUS_LABEL[unit.status] || unit.status}: ${unit.reason}`);
+      li.append(meta);
+      frag.append(li);
+    }
+    els.sources.textContent = "";
+    els.sources.append(frag);
+  }
+
+  function renderKindOptions(ledger) {
+    const kinds = [...new Set(ledger.map((row) => row.kind))].sort(
+      (a, b) => kindOrder(a) - kindOrder(b) || a.localeCompare(b),
+    );
+    fillSelect(els.ledgerKind, ["", ...kinds], "");
+    els.ledgerKind.options[0].textContent = "all";
+  }
+
+  function rowMatches(row, needle, kind, included) {
+    if (kind && row.kind !== kind) return false;
+    if (included === "yes" && !row.included) return false;
+    if (included === "no" && row.included) return false;
+    if (!needle) return true;
+    const hay = `${row.kind}\n${row.key}\n${row.value}\n${row.reason}\n${row.text}\n${row.source_ids.join(" ")}`;
+    return hay.toLowerCase().includes(needle);
+  }
+
+  function renderLedger() {
+    const result = state.result;
+    if (!result) return;
+    const needle = els.ledgerFilter.value.trim().toLowerCase();
+    const kind = els.ledgerKind.value;
+    const included = els.ledgerIncluded.value;
+    const frag = document.createDocumentFragment();
+    let shown = 0;
+    result.ledger.forEach((row, index) => {
+      if (!rowMatches(row, needle, kind, included)) return;
+      shown += 1;
+      const tr = el("tr", row.included ? "included" : "excluded");
+      tr.dataset.index = String(index);
+      tr.dataset.kind = row.kind;
+      tr.dataset.key = row.key;
+      if (index === state.selectedRow) tr.classList.add("selected");
+      tr.append(el("td", "kind", row.kind));
+      const keyCell = el("td", "key");
+      const button = el("button", "row-select", row.key);
+      button.type = "button";
+      button.setAttribute("aria-pressed", index === state.selectedRow ? "true" : "false");
+      button.title = row.text;
+      keyCell.append(button);
+      tr.append(keyCell);
+      tr.append(el("td", "value", row.value));
+      tr.append(el("td", "num", fmt(row.tokens)));
+      tr.append(el("td", "inc", row.included ? "yes" : "no"));
+      tr.append(el("td", "reason", row.reason));
+      frag.append(tr);
+    });
+    els.ledgerBody.textContent = "";
+    els.ledgerBody.append(frag);
+    els.ledgerCount.textContent = `Showing ${fmt(shown)} of ${fmt(result.ledger.length)} rows.`;
+  }
+
+  function selectRow(index) {
+    const result = state.result;
+    if (!result) return;
+    state.selectedRow = state.selectedRow === index ? null : index;
+    for (const tr of els.ledgerBody.querySelectorAll("tr")) {
+      const on = Number(tr.dataset.index) === state.selectedRow;
+      tr.classList.toggle("selected", on);
+      tr.querySelector(".row-select").setAttribute("aria-pressed", on ? "true" : "false");
+    }
+    for (const li of els.sources.querySelectorAll(".unit.linked")) li.classList.remove("linked");
+    if (state.selectedRow === null) {
+      els.selectionNote.textContent =
+        "Select a ledger row to highlight the source units that support it.";
+      return;
+    }
+    const row = result.ledger[state.selectedRow];
+    const ids = row.source_ids;
+    let first = null;
+    for (const id of ids) {
+      const li = document.getElementById(`unit-${id}`);
+      if (!li) continue;
+      li.classList.add("linked");
+      if (!first) first = li;
+    }
+    els.selectionNote.textContent = ids.length
+      ? `${row.kind} ${row.key} is supported by ${ids.length === 1 ? "unit" : `${ids.length} units`}: ${ids.join(", ")}.`
+      : `${row.kind} ${row.key} cites no source unit.`;
+    if (first) {
+      // Scroll only the unit list: moving the whole page would lose the row just clicked.
+      const list = els.sources;
+      const top = first.offsetTop - list.offsetTop;
+      if (top < list.scrollTop || top + first.offsetHeight > list.scrollTop + list.clientHeight) {
+        list.scrollTop = Math.max(0, top - 8);
+      }
+    }
+  }
+
+  async function copyMemory() {
+    const text = state.result ? state.result.compiled_memory : "";
+    try {
+      await navigator.clipboard.writeText(text);
+      els.copyStatus.textContent = "Copied.";
+    } catch (_) {
+      // The async clipboard can be refused (permissions, insecure origin): select instead.
+      const range = document.createRange();
+      range.selectNodeContents(els.memory);
+      const selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      const ok = document.execCommand && document.execCommand("copy");
+      els.copyStatus.textContent = ok ? "Copied." : "Selected: press Ctrl+C to copy.";
+    }
+  }
+
+  // ---- wiring ----------------------------------------------------------------------------
+  els.form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    compile();
+  });
+  els.form.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      compile();
+    }
+  });
+  els.history.addEventListener("input", updateCounter);
+  els.task.addEventListener("input", updateCounter);
+  els.loadExample.addEventListener("click", loadExample);
+  els.clear.addEventListener("click", () => {
+    els.history.value = "";
+    els.task.value = "";
+    els.budget.value = "";
+    els.results.hidden = true;
+    state.result = null;
+    clearError();
+    updateCounter();
+    setStatus("Cleared.");
+    els.history.focus();
+  });
+  els.openFile.addEventListener("click", () => els.fileInput.click());
+  els.fileInput.addEventListener("change", () => {
+    if (els.fileInput.files && els.fileInput.files[0]) loadFile(els.fileInput.files[0]);
+    els.fileInput.value = "";
+  });
+  els.history.addEventListener("dragover", (event) => {
+    if (event.dataTransfer && [...event.dataTransfer.types].includes("Files")) {
+      event.preventDefault();
+      els.history.classList.add("drag-over");
+    }
+  });
+  els.history.addEventListener("dragleave", () => els.history.classList.remove("drag-over"));
+  els.history.addEventListener("drop", (event) => {
+    els.history.classList.remove("drag-over");
+    const files = event.dataTransfer && event.dataTransfer.files;
+    if (files && files.length) {
+      event.preventDefault();
+      loadFile(files[0]);
+    }
+  });
+  els.copyMemory.addEventListener("click", copyMemory);
+  els.ledgerBody.addEventListener("click", (event) => {
+    const tr = event.target.closest("tr");
+    if (tr && tr.dataset.index !== undefined) selectRow(Number(tr.dataset.index));
+  });
+  els.ledgerFilter.addEventListener("input", renderLedger);
+  els.ledgerKind.addEventListener("change", renderLedger);
+  els.ledgerIncluded.addEventListener("change", renderLedger);
+
+  loadOptions();
+})();
