@@ -102,5 +102,27 @@ def compile_command(
         click.echo(result.inspect(), nl=False)
 
 
+@main.command("serve")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to bind; anything but loopback exposes the inspector to the network.",
+)
+@click.option("--port", "-p", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option("--verbose", "-v", is_flag=True, help="Log every request, not only errors.")
+def serve_command(host: str, port: int, verbose: bool) -> None:
+    """Serve the web source inspector: paste a history, see what is kept and why."""
+    from .web.server import serve  # lazy: the other commands never pay for the web module
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: serving on {host}; anyone who can reach it can use it", err=True)
+    try:
+        serve(host, port, verbose=verbose)
+    except OSError as exc:  # port taken, address not available
+        reason = exc.strerror or exc
+        raise click.ClickException(f"cannot serve on {host}:{port}: {reason}") from None
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
