@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from contextlib import contextmanager
 
 import click
 
@@ -122,6 +123,109 @@ def serve_command(host: str, port: int, verbose: bool) -> None:
     except OSError as exc:  # port taken, address not available
         reason = exc.strerror or exc
         raise click.ClickException(f"cannot serve on {host}:{port}: {reason}") from None
+
+
+_HOME_OPTION = click.option(
+    "--home",
+    type=click.Path(file_okay=False),
+    envvar="TOMC_HOME",
+    default=None,
+    help="Notebook store directory (default: $TOMC_HOME, else the user data directory).",
+)
+
+
+@main.command("mcp")
+@_HOME_OPTION
+def mcp_command(home: str | None) -> None:
+    """Run the MCP server over stdio (for Claude Code, Codex and other MCP hosts)."""
+    try:
+        from .mcp_server import run_stdio  # lazy: only this command needs the mcp SDK
+    except ImportError as exc:
+        raise click.ClickException(
+            f"the MCP server needs the optional mcp extra: pip install 'tomc[mcp]' ({exc})"
+        ) from None
+    from .notebooks import NotebookStore
+
+    run_stdio(NotebookStore(home))
+
+
+@main.group("notebook")
+@_HOME_OPTION
+@click.pass_context
+def notebook_group(ctx: click.Context, home: str | None) -> None:
+    """List, show, delete or export saved notebooks (the store the MCP server uses)."""
+    from .notebooks import NotebookStore
+
+    ctx.obj = NotebookStore(home)
+
+
+@contextmanager
+def _store_errors():
+    try:
+        yield
+    except TomcError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@notebook_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def notebook_list_command(store, as_json: bool) -> None:
+    """List notebooks with entry counts, sizes and last write time (UTC)."""
+    with _store_errors():
+        infos = store.list()
+    if as_json:
+        data = {"store": str(store.path), "notebooks": [i.to_dict() for i in infos]}
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    if not infos:
+        click.echo(f"no notebooks in {store.path}", err=True)
+        return
+    for info in infos:
+        click.echo(f"{info.name}\t{info.entries} entries\t{info.chars} chars\t{info.updated_at}")
+
+
+@notebook_group.command("show")
+@click.argument("name")
+@click.option("--entries", "as_entries", is_flag=True, help="Print entries as JSON, with metadata.")
+@click.pass_obj
+def notebook_show_command(store, name: str, as_entries: bool) -> None:
+    """Print notebook NAME's stored text exactly as saved (entries joined by newlines)."""
+    with _store_errors():
+        if as_entries:
+            entries = [entry.to_dict() for entry in store.entries(name)]
+            click.echo(json.dumps(entries, ensure_ascii=False, indent=2))
+            return
+        text = store.text(name)
+    # Raw bytes: text mode could translate line endings and break the verbatim guarantee.
+    out = click.get_binary_stream("stdout")
+    out.write(text.encode("utf-8"))
+    out.flush()
+
+
+@notebook_group.command("delete")
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+def notebook_delete_command(store, name: str, yes: bool) -> None:
+    """Delete notebook NAME and all its entries."""
+    with _store_errors():
+        info = store.info(name)
+        if not yes:
+            click.confirm(f"delete notebook {name!r} ({info.entries} entries)?", abort=True)
+        removed = store.delete(name)
+    click.echo(f"deleted {name} ({removed} entries)", err=True)
+
+
+@notebook_group.command("export")
+@click.argument("names", nargs=-1)
+@click.option("--output", "-o", type=click.File("w", encoding="utf-8"), default="-")
+@click.pass_obj
+def notebook_export_command(store, names: tuple[str, ...], output) -> None:
+    """Export notebooks NAMES (default: all) as JSON, every entry verbatim with metadata."""
+    with _store_errors():
+        data = store.export(list(names) or None)
+    output.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -487,9 +487,9 @@ class NotebookStore:
         notebooks = []
         for name in selected:
             info = self.info(name)
-            notebooks.append(
-                {**info.to_dict(), "entries": [entry.to_dict() for entry in self.entries(name)]}
-            )
+            # "entries" is the list itself here, not the count that NotebookInfo carries.
+            record = {**info.to_dict(), "entries": [e.to_dict() for e in self.entries(name)]}
+            notebooks.append(record)
         return {
             "format": "tomc-notebooks",
             "schema_version": SCHEMA_VERSION,

@@ -1,0 +1,526 @@
+"""The TOMC MCP server: explicit context preparation for external history, plus notebooks.
+
+This is the only module that imports the ``mcp`` SDK (the optional ``mcp`` extra). Build a
+server with :func:`create_server` (tests connect to it in-process); ``tomc mcp`` runs it over
+stdio with :func:`run_stdio`.
+
+The server is a tool provider, not a request interceptor: the host keeps its own chat and its
+own context management, and asks TOMC to compile history it holds outside that chat. Every
+deliberate TOMC error becomes a tool error (``is_error``) whose message says what to change;
+nothing a client sends can crash the server.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import metadata
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from .compiler import compile_memory
+from .errors import TomcError
+from .notebooks import CompiledMemoryRefusedError, NotebookInfo, NotebookStore
+from .result import CompileResult, LedgerRow
+from .sources import MAX_INTERACTIVE_CHARS, check_interactive_size
+
+__all__ = ["INSTRUCTIONS", "SERVER_NAME", "create_server", "run_stdio"]
+
+SERVER_NAME = "tomc"
+
+INSTRUCTIONS = f"""\
+TOMC compiles a long external or archived history (logs, transcripts, documents, exported \
+chats, earlier sessions) into a compact memory for one task: exact typed records (A = 3, \
+B copies A, relations, counts) plus the most relevant original lines, packed into a token \
+budget, every line linked to its source ids (u0, u1, ...). It runs on the CPU and makes no \
+model calls.
+
+Policy:
+- The host keeps its own chat. Do not route the live conversation through these tools; they \
+prepare history you were given or that was saved earlier. TOMC does not intercept requests.
+- prepare_context: call it when the user supplies a long history from outside this chat and \
+you need only what bears on one task. inspect_sources: call it to check what was kept, what \
+was left out and why, before relying on an answer built from a memory.
+- Notebooks keep original source text across sessions and processes. notebook_save stores \
+text exactly as given; notebook_recall compiles the stored original for the current task, \
+every time.
+- Never save compiled memory (the output of prepare_context or notebook_recall) to a notebook \
+as if it were the source: a memory built for one task can omit evidence a later task needs. \
+Keep and save the original history instead; the server refuses memories it recognises.
+- Input is limited to {MAX_INTERACTIVE_CHARS:,} characters per call (history plus task).
+"""
+
+_STRATEGY_HELP = (
+    "'auto' (default) returns a history that already fits the budget unchanged and otherwise "
+    "picks 'tomc_raw' or 'rag'; 'tomc' is typed records only; 'tomc_raw' is records plus "
+    "BM25-selected source lines; 'rag' is source lines only."
+)
+_KEEP_ORIGINAL = (
+    "This memory is for this task only. Keep the original history; compile again for a new "
+    "task, and never save this memory as if it were the source."
+)
+# Omitted rows can number in the thousands for a long history; the inspector returns the first
+# ones and the total so the response stays readable.
+DEFAULT_MAX_OMITTED = 40
+
+Strategy = Literal["auto", "tomc", "tomc_raw", "rag"]
+Counter = Literal["lexical", "bpe:o200k_base", "bpe:cl100k_base"]
+
+
+class ChatMessage(BaseModel):
+    """A chat message: a role and text content (a string or a list of text parts)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Annotated[str, Field(description="user, assistant, system, tool, ...")]
+    content: Annotated[
+        str | list[dict[str, Any]] | None,
+        Field(description="the message text, or a list of {'type': 'text', 'text': ...} parts"),
+    ] = None
+
+
+HistoryArg = Annotated[
+    str | list[ChatMessage],
+    Field(
+        description="The history to compile: plain text (one source line per nonempty line) or "
+        "a list of chat messages with role and content."
+    ),
+]
+TaskArg = Annotated[
+    str,
+    Field(description="What the memory is for: the question or next step, in your own words."),
+]
+BudgetArg = Annotated[
+    int | None,
+    Field(
+        ge=0,
+        description="Memory size in tokens of the chosen counter. Default: 80% of the history "
+        "up to about 10,000 tokens, sliding to 60% at a million, at least 1,024.",
+    ),
+]
+StrategyArg = Annotated[Strategy, Field(description=_STRATEGY_HELP)]
+CounterArg = Annotated[
+    Counter,
+    Field(
+        description="How tokens are counted: 'lexical' (a fast estimate) or an exact OpenAI BPE "
+        "encoding. Neither is what a provider bills."
+    ),
+]
+NameArg = Annotated[
+    str,
+    Field(
+        description="Notebook name: 1-64 letters, digits, '.', '_' or '-', starting with a "
+        "letter or digit."
+    ),
+]
+
+
+class KindSummary(BaseModel):
+    """Ledger figures for one kind of row (state, relation, count or source)."""
+
+    candidates: int = Field(description="rows considered")
+    included: int = Field(description="rows packed into the memory")
+    included_tokens: int = Field(description="tokens those rows take in the memory")
+
+
+class PreparedContext(BaseModel):
+    """A compiled memory for one task, with its route, token figures and a ledger summary."""
+
+    compiled_memory: str = Field(description="the text to give the model for this task")
+    route: str = Field(description="state, relation, count or raw: what the task asks for")
+    route_reason: str
+    strategy: str = Field(description="the strategy asked for")
+    applied_strategy: str = Field(description="what ran: tomc, tomc_raw, rag or unchanged")
+    counter: str
+    budget_tokens: int
+    memory_tokens: int
+    input_tokens: int
+    tokens_by_kind: dict[str, int]
+    caps_exceeded: dict[str, bool]
+    source_units: int = Field(description="nonempty source lines in the history (u0, u1, ...)")
+    ledger_summary: dict[str, KindSummary]
+    note: str = _KEEP_ORIGINAL
+
+
+class NotebookSummary(BaseModel):
+    """One notebook: how many entries it holds, their total size and write times (UTC)."""
+
+    name: str
+    entries: int
+    chars: int
+    size_bytes: int
+    created_at: str
+    updated_at: str
+
+
+class RecalledContext(PreparedContext):
+    """A memory compiled from a notebook's stored original text for this task."""
+
+    notebook: NotebookSummary
+
+
+class Row(BaseModel):
+    """One ledger row: a candidate record or source line and what packing decided."""
+
+    kind: str
+    key: str
+    value: str
+    text: str
+    source_ids: list[str]
+    tokens: int
+    reason: str
+
+
+class Source(BaseModel):
+    """An original source line as submitted, with its role and position."""
+
+    id: str
+    text: str
+    role: str | None
+    message_index: int
+    line_index: int
+
+
+class InspectedSources(BaseModel):
+    """The inspector's view: what was kept and why, and what was left out."""
+
+    route: str
+    route_reason: str
+    applied_strategy: str
+    counter: str
+    budget_tokens: int
+    memory_tokens: int
+    input_tokens: int
+    inspection: str = Field(description="the human-readable inspector report")
+    kept: list[Row] = Field(description="every row packed into the memory, in packing order")
+    omitted: list[Row] = Field(description="the first omitted rows, each with its reason")
+    omitted_total: int = Field(description="how many rows were omitted in all")
+    cited_sources: list[Source] = Field(
+        description="the original lines that the kept typed records cite"
+    )
+
+
+class SavedEntry(BaseModel):
+    """What notebook_save stored."""
+
+    name: str
+    mode: str
+    seq: int = Field(description="position of this entry in the notebook, from 1")
+    chars: int
+    size_bytes: int
+    sha256: str = Field(description="SHA-256 of the stored UTF-8 bytes")
+    created_at: str
+    notebook: NotebookSummary
+
+
+class NotebookList(BaseModel):
+    """Every notebook in the store, sorted by name."""
+
+    store: str = Field(description="path of the SQLite file")
+    notebooks: list[NotebookSummary]
+
+
+class DeletedNotebook(BaseModel):
+    """What notebook_delete removed."""
+
+    name: str
+    entries_removed: int
+
+
+def _summary(info: NotebookInfo) -> NotebookSummary:
+    return NotebookSummary(**info.to_dict())
+
+
+def _ledger_summary(ledger: tuple[LedgerRow, ...]) -> dict[str, KindSummary]:
+    summary: dict[str, KindSummary] = {}
+    for row in ledger:
+        item = summary.setdefault(
+            row.kind, KindSummary(candidates=0, included=0, included_tokens=0)
+        )
+        item.candidates += 1
+        if row.included:
+            item.included += 1
+            item.included_tokens += row.tokens
+    return summary
+
+
+def _prepared_fields(result: CompileResult) -> dict[str, Any]:
+    return {
+        "compiled_memory": result.compiled_memory,
+        "route": result.route,
+        "route_reason": result.route_reason,
+        "strategy": result.strategy,
+        "applied_strategy": result.applied_strategy,
+        "counter": result.counter,
+        "budget_tokens": result.budget_tokens,
+        "memory_tokens": result.memory_tokens,
+        "input_tokens": result.input_tokens,
+        "tokens_by_kind": dict(result.tokens_by_kind),
+        "caps_exceeded": dict(result.caps_exceeded),
+        "source_units": len(result.sources),
+        "ledger_summary": _ledger_summary(result.ledger),
+    }
+
+
+def _row(row: LedgerRow) -> Row:
+    return Row(
+        kind=row.kind,
+        key=row.key,
+        value=row.value,
+        text=row.text,
+        source_ids=list(row.source_ids),
+        tokens=row.tokens,
+        reason=row.reason,
+    )
+
+
+def _history(history: str | list[ChatMessage]) -> str | list[dict[str, Any]]:
+    if isinstance(history, str):
+        return history
+    return [message.model_dump(exclude_none=False) for message in history]
+
+
+@contextmanager
+def _as_tool_errors() -> Iterator[None]:
+    """Report deliberate TOMC errors to the model as tool errors carrying their message."""
+    try:
+        yield
+    except TomcError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+class _CompiledMemories:
+    """Fingerprints of memories this process handed out, so they cannot be saved as source.
+
+    prepare_context stays in memory (it must not create files for a user who never uses
+    notebooks); notebook_recall also records its memories in the store, where every process
+    sharing the store sees them.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, None] = {}
+
+    def add(self, memory: str) -> None:
+        key = memory.strip()
+        if not key:
+            return
+        with self._lock:
+            self._seen[key] = None
+            if len(self._seen) > 1_000:
+                del self._seen[next(iter(self._seen))]
+
+    def __contains__(self, text: str) -> bool:
+        with self._lock:
+            return text.strip() in self._seen
+
+
+def _compile(
+    history: str | list[dict[str, Any]],
+    task: str,
+    budget_tokens: int | None,
+    strategy: str,
+    counter: str,
+) -> CompileResult:
+    check_interactive_size(history, task, MAX_INTERACTIVE_CHARS)
+    return compile_memory(
+        history, task, budget_tokens=budget_tokens, strategy=strategy, counter=counter
+    )
+
+
+def _version() -> str:
+    try:
+        return metadata.version("tomc")
+    except metadata.PackageNotFoundError:  # running from a source tree without installing
+        return "0+unknown"
+
+
+def create_server(store: NotebookStore | None = None) -> MCPServer:
+    """Build the TOMC MCP server.
+
+    ``store`` is the notebook store to use; by default the one at ``$TOMC_HOME`` or the user
+    data directory (see :func:`tomc.notebooks.default_home`). The store file is created only
+    when a notebook tool first needs it.
+    """
+    notebooks = store if store is not None else NotebookStore()
+    compiled = _CompiledMemories()
+    server = MCPServer(
+        SERVER_NAME,
+        title="TOMC context compiler",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        # Tool errors are expected traffic (bad names, oversized input); keep stderr quiet.
+        log_level="WARNING",
+    )
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    def remember(result: CompileResult, *, persist: bool) -> None:
+        # An "unchanged" result is the original history itself; saving that is legitimate.
+        if result.applied_strategy == "unchanged":
+            return
+        compiled.add(result.compiled_memory)
+        if persist:
+            notebooks.remember_compiled(result.compiled_memory)
+
+    @server.tool(annotations=read_only)
+    def prepare_context(
+        history: HistoryArg,
+        task: TaskArg,
+        budget_tokens: BudgetArg = None,
+        strategy: StrategyArg = "auto",
+        counter: CounterArg = "lexical",
+    ) -> PreparedContext:
+        """Compile a long external or archived history into a compact memory for one task.
+
+        Use it when the user hands you a long log, transcript, document or exported chat from
+        outside this conversation and you need only what bears on a specific question: it
+        returns exact typed records (current values, copies, relation paths, counts) and the
+        most relevant original lines, within a token budget, with source ids. Do not pass
+        this chat's own messages; the host manages its own context. The memory is for this
+        task only: keep the original and compile again for the next task.
+        """
+        with _as_tool_errors():
+            result = _compile(_history(history), task, budget_tokens, strategy, counter)
+            remember(result, persist=False)
+            return PreparedContext(**_prepared_fields(result))
+
+    @server.tool(annotations=read_only)
+    def inspect_sources(
+        history: HistoryArg,
+        task: TaskArg,
+        budget_tokens: BudgetArg = None,
+        strategy: StrategyArg = "auto",
+        counter: CounterArg = "lexical",
+        max_omitted: Annotated[
+            int, Field(ge=0, le=1_000, description="how many omitted rows to list")
+        ] = DEFAULT_MAX_OMITTED,
+    ) -> InspectedSources:
+        """Show what a compilation kept, what it left out and why, with the cited source lines.
+
+        Use it with the same arguments as prepare_context when you need to check a memory
+        before relying on it: whether an important update was kept, which original lines
+        support a record, or why a line was dropped (over budget, low BM25 rank, not asked
+        for). If evidence you need was omitted, raise budget_tokens or rephrase the task.
+        """
+        with _as_tool_errors():
+            result = _compile(_history(history), task, budget_tokens, strategy, counter)
+            kept = [row for row in result.ledger if row.included]
+            omitted = [row for row in result.ledger if not row.included]
+            cited = {sid for row in kept if row.kind != "source" for sid in row.source_ids}
+            return InspectedSources(
+                route=result.route,
+                route_reason=result.route_reason,
+                applied_strategy=result.applied_strategy,
+                counter=result.counter,
+                budget_tokens=result.budget_tokens,
+                memory_tokens=result.memory_tokens,
+                input_tokens=result.input_tokens,
+                inspection=result.inspect(),
+                kept=[_row(row) for row in kept],
+                omitted=[_row(row) for row in omitted[:max_omitted]],
+                omitted_total=len(omitted),
+                cited_sources=[
+                    Source(**unit.to_dict()) for unit in result.sources if unit.id in cited
+                ],
+            )
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
+    def notebook_save(
+        name: NameArg,
+        text: Annotated[
+            str,
+            Field(
+                description="Original source text (log, transcript, document), stored exactly "
+                "as given. Never a compiled memory."
+            ),
+        ],
+        mode: Annotated[
+            Literal["append", "replace"],
+            Field(description="'append' adds an entry (default); 'replace' makes it the only one"),
+        ] = "append",
+    ) -> SavedEntry:
+        """Save original history text to a named notebook that survives restarts.
+
+        Use it to keep external or archived source material (a log, a transcript, notes the
+        user asks you to remember) so a later session can recall it for a new task with
+        notebook_recall. The text is stored byte for byte. Save originals only: never save
+        the output of prepare_context or notebook_recall, because a memory compiled for one
+        task can omit evidence a later task needs; such memories are refused.
+        """
+        with _as_tool_errors():
+            if text in compiled:
+                raise CompiledMemoryRefusedError(
+                    "this text is a memory compiled by TOMC, not original history; save the "
+                    "original messages or documents instead and recall them for each task"
+                )
+            entry = notebooks.save(name, text, mode)
+            return SavedEntry(
+                name=name,
+                mode=mode,
+                seq=entry.seq,
+                chars=entry.chars,
+                size_bytes=entry.size_bytes,
+                sha256=entry.sha256,
+                created_at=entry.created_at,
+                notebook=_summary(notebooks.info(name)),
+            )
+
+    @server.tool(annotations=read_only)
+    def notebook_recall(
+        name: NameArg,
+        task: TaskArg,
+        budget_tokens: BudgetArg = None,
+        strategy: StrategyArg = "auto",
+        counter: CounterArg = "lexical",
+    ) -> RecalledContext:
+        """Compile a saved notebook's original text into a memory for the current task.
+
+        Use it when a task needs material saved earlier with notebook_save (check the names
+        with notebook_list). The stored original is compiled again for every call, so a new
+        task can recover evidence that an earlier task's memory left out. The result is for
+        this task only; do not save it back to a notebook.
+        """
+        with _as_tool_errors():
+            history = notebooks.text(name)
+            info = notebooks.info(name)
+            result = _compile(history, task, budget_tokens, strategy, counter)
+            remember(result, persist=True)
+            return RecalledContext(**_prepared_fields(result), notebook=_summary(info))
+
+    @server.tool(annotations=read_only)
+    def notebook_list() -> NotebookList:
+        """List the saved notebooks with their entry counts, sizes and last write times.
+
+        Use it to find the name to pass to notebook_recall or notebook_delete.
+        """
+        with _as_tool_errors():
+            return NotebookList(
+                store=str(notebooks.path),
+                notebooks=[_summary(info) for info in notebooks.list()],
+            )
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        )
+    )
+    def notebook_delete(name: NameArg) -> DeletedNotebook:
+        """Delete a notebook and every entry in it, permanently.
+
+        Use it only when the user asks to forget the saved material; it cannot be undone.
+        """
+        with _as_tool_errors():
+            removed = notebooks.delete(name)
+            return DeletedNotebook(name=name, entries_removed=removed)
+
+    return server
+
+
+def run_stdio(store: NotebookStore | None = None) -> None:
+    """Serve over stdin/stdout until the client closes the connection."""
+    create_server(store).run("stdio")
