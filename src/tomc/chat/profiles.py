@@ -1,0 +1,99 @@
+"""Model profiles: documented context windows and output limits, with their sources.
+
+The bundled table lives in ``tomc/data/model_profiles.json``. Callers override or extend it per
+session; an unknown model gets no assumed capacity.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ..errors import InvalidOptionError
+
+__all__ = ["ModelProfile", "ProfileTable", "bundled_profiles", "effective_window"]
+
+# Dated snapshots ("gpt-4o-2024-08-06", "claude-opus-4-1-20250805") share the family's limits.
+_SNAPSHOT_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})$")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelProfile:
+    """A model's documented limits. ``source`` says where the figures come from."""
+
+    model: str
+    context_window: int
+    max_output_tokens: int | None = None
+    provider: str = ""
+    source: str = ""
+
+    @classmethod
+    def from_mapping(cls, model: str, data: Mapping[str, Any]) -> ModelProfile:
+        window = data.get("context_window")
+        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+            raise InvalidOptionError(f"profile {model!r} needs a positive integer context_window")
+        output = data.get("max_output_tokens")
+        if output is not None and (not isinstance(output, int) or output <= 0):
+            raise InvalidOptionError(f"profile {model!r}: max_output_tokens must be positive")
+        return cls(
+            model=model,
+            context_window=window,
+            max_output_tokens=output,
+            provider=str(data.get("provider", "")),
+            source=str(data.get("source", "")),
+        )
+
+
+@lru_cache(maxsize=1)
+def bundled_profiles() -> dict[str, ModelProfile]:
+    """The profiles shipped with TOMC, read once per process."""
+    text = resources.files("tomc").joinpath("data/model_profiles.json").read_text("utf-8")
+    models = json.loads(text)["models"]
+    return {name: ModelProfile.from_mapping(name, data) for name, data in models.items()}
+
+
+class ProfileTable:
+    """Bundled profiles plus caller overrides, with a one-entry cache keyed by model id.
+
+    A session asks for the same model on every request; the lookup runs again only when the
+    model id changes.
+    """
+
+    def __init__(
+        self, overrides: Mapping[str, ModelProfile | Mapping[str, Any]] | None = None
+    ) -> None:
+        self._table = dict(bundled_profiles())
+        for name, value in (overrides or {}).items():
+            self._table[name] = (
+                value if isinstance(value, ModelProfile) else ModelProfile.from_mapping(name, value)
+            )
+        self._cached_id: str | None = None
+        self._cached: ModelProfile | None = None
+        self.lookups = 0  # how many real lookups ran; the cache makes repeats free
+
+    def get(self, model: str) -> ModelProfile | None:
+        """The profile for ``model`` (exact id, else its undated family), or ``None``."""
+        if model == self._cached_id:
+            return self._cached
+        self.lookups += 1
+        profile = self._table.get(model)
+        if profile is None:
+            family = _SNAPSHOT_SUFFIX.sub("", model)
+            profile = self._table.get(family) if family != model else None
+        self._cached_id, self._cached = model, profile
+        return profile
+
+
+def effective_window(profile: ModelProfile | None, deployment_limit: int | None) -> int | None:
+    """The smaller of the model's window and the deployment limit, or ``None`` if neither is set."""
+    candidates = [
+        value
+        for value in (profile.context_window if profile else None, deployment_limit)
+        if value is not None
+    ]
+    return min(candidates) if candidates else None
