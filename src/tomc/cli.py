@@ -77,7 +77,8 @@ def compile_command(
         raw = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise click.ClickException(
-            f"{source.name} is not UTF-8 text (byte {exc.start}); TOMC compiles text histories"
+            f"{getattr(source, 'name', 'input')} is not UTF-8 text (byte {exc.start}); "
+            "TOMC compiles text histories"
         ) from None
     try:
         history = _load_history(raw)

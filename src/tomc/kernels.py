@@ -115,41 +115,49 @@ def join_relations(
     labels: Sequence[str],
     limit: int | None,
 ) -> tuple[list[PathEntry], bool]:
-    """Paths that follow exactly ``labels`` (no other transitivity), breadth first.
+    """Paths that follow exactly ``labels`` (no other transitivity), depth first in edge order.
 
-    Stops once more than ``limit`` paths exist and reports that it did, so branching cannot
-    blow up: ``(paths[:limit], exceeded)``. Paths never revisit an edge.
+    Returns ``(paths, exceeded)``: at most ``limit`` paths, and whether more exist. Nodes that
+    cannot complete the rest of the sequence are pruned first (one backward pass), so the
+    search never wanders into dead ends and its work is bounded by the paths it returns.
+    A path never uses the same edge twice.
     """
     wanted = [_norm(label) for label in labels]
     if not wanted:
         return [], False
+    keys = [(_norm(s), _norm(label), _norm(t)) for s, label, t, _ in edges]
     outgoing: dict[tuple[str, str], list[int]] = {}
-    for index, (source, label, _, _) in enumerate(edges):
-        outgoing.setdefault((_norm(source), _norm(label)), []).append(index)
-    # A partial path is a tuple of edge indexes.
-    frontier: list[tuple[int, ...]] = [
-        (index,) for index, edge in enumerate(edges) if _norm(edge[1]) == wanted[0]
-    ]
+    for index, (source, label, _) in enumerate(keys):
+        outgoing.setdefault((source, label), []).append(index)
+    # viable[k]: nodes from which labels[k:] can be followed; the end of a path is always viable.
+    viable: list[set[str] | None] = [None] * (len(wanted) + 1)
+    for k in range(len(wanted) - 1, -1, -1):
+        after = viable[k + 1]
+        viable[k] = {
+            s for s, label, t in keys if label == wanted[k] and (after is None or t in after)
+        }
+    paths: list[tuple[int, ...]] = []
     exceeded = False
-    for label in wanted[1:]:
-        extended: list[tuple[int, ...]] = []
-        for path in frontier:
-            end = _norm(edges[path[-1]][2])
-            for index in outgoing.get((end, label), ()):
-                if index in path:
-                    continue
-                extended.append((*path, index))
-                if limit is not None and len(extended) > limit:
-                    break
-            if limit is not None and len(extended) > limit:
+    stack: list[tuple[int, ...]] = [
+        (index,)
+        for index in reversed(range(len(keys)))
+        if keys[index][1] == wanted[0] and keys[index][0] in viable[0]  # type: ignore[operator]
+    ]
+    while stack:
+        path = stack.pop()
+        depth = len(path)
+        if depth == len(wanted):
+            if limit is not None and len(paths) >= limit:
                 exceeded = True
-                extended = extended[:limit]
                 break
-        frontier = extended
-    if limit is not None and len(frontier) > limit:
-        exceeded = True
-        frontier = frontier[:limit]
-    return [_path_entry(edges, path) for path in frontier], exceeded
+            paths.append(path)
+            continue
+        after = viable[depth + 1]
+        end = keys[path[-1]][2]
+        for index in reversed(outgoing.get((end, wanted[depth]), ())):
+            if index not in path and (after is None or keys[index][2] in after):
+                stack.append((*path, index))
+    return [_path_entry(edges, path) for path in paths], exceeded
 
 
 def _path_entry(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 __all__ = ["Copy", "Operation", "Relation", "Set", "parse_operation"]
 
 # Dots only inside a name, so a sentence-final period is not part of it.
-_NAME = r"[A-Za-z_][A-Za-z0-9_\-]*(?:\.[A-Za-z0-9_\-]+)*"
+_NAME = r"[^\W\d][\w\-]*(?:\.[\w\-]+)*"
 _VAR_COPY = re.compile(rf"\s*VAR\s+({_NAME})\s*=\s*VAR\s+({_NAME})\s*\.?\s*")
 _VAR_SET = re.compile(rf"\s*VAR\s+({_NAME})\s*=\s*(\S(?:.*\S)?)\s*")
 _COPY = re.compile(rf"\s*({_NAME})\s+copies\s+({_NAME})\s*\.?\s*")

@@ -83,3 +83,28 @@ def reference_pack(tokens: Sequence[int], budget: int) -> list[int]:
             taken.append(index)
             used += cost
     return taken
+
+
+def reference_bm25(
+    texts: Sequence[str], lengths: Sequence[int], terms: Sequence[str], k1: float, b: float
+) -> dict[int, float]:
+    """Textbook BM25 over fully stemmed lines; lines without a query term are left out."""
+    import math
+
+    from .lexicon import stem, word_tokens
+
+    stemmed = [[stem(token) for token in word_tokens(text)] for text in texts]
+    n = len(texts)
+    average = (sum(lengths) / n) or 1.0
+    scores: dict[int, float] = {}
+    for term in dict.fromkeys(terms):
+        df = sum(1 for tokens in stemmed if term in tokens)
+        if not df:
+            continue
+        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        for index, tokens in enumerate(stemmed):
+            tf = tokens.count(term)
+            if tf:
+                norm = k1 * (1.0 - b + b * lengths[index] / average)
+                scores[index] = scores.get(index, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+    return scores

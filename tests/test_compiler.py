@@ -1,0 +1,326 @@
+"""compile_memory end to end: semantics, packing invariants, routing, strategies, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tomc
+from tomc import (
+    CompileResult,
+    InvalidHistoryError,
+    InvalidOptionError,
+    LexicalCounter,
+    TomcError,
+    compile_memory,
+)
+
+SEED_HISTORY = "A = 3\nB copies A\nA = 8\nC copies B\n"
+
+
+def _state(result: CompileResult) -> dict[str, tuple[str, tuple[str, ...]]]:
+    return {r.key: (r.value, r.source_ids) for r in result.ledger if r.kind == "state"}
+
+
+def test_seed_example_records_only() -> None:
+    result = compile_memory(SEED_HISTORY, "What are A, B and C?", strategy="tomc")
+    state = _state(result)
+    assert state["A"] == ("8", ("u2",))
+    assert state["B"] == ("3", ("u0", "u1"))
+    assert state["C"] == ("3", ("u0", "u1", "u3"))
+    assert "STATE C = 3 (u0,u1,u3)" in result.compiled_memory
+    assert result.route == "state"
+
+
+def test_sentences_are_not_state_updates() -> None:
+    history = "preference = tea\nI might switch to tea\nmaybe preference is coffee now"
+    result = compile_memory(history, "What is the current preference?", strategy="tomc")
+    assert _state(result) == {"preference": ("tea", ("u0",))}
+
+
+def test_sources_keep_roles_and_positions() -> None:
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "A = 1\n\nhello there"},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok\nA = 2"}]},
+    ]
+    result = compile_memory(messages, "value of A?")
+    units = [(u.id, u.text, u.role, u.message_index, u.line_index) for u in result.sources]
+    assert units == [
+        ("u0", "be brief", "system", 0, 0),
+        ("u1", "A = 1", "user", 1, 0),
+        ("u2", "hello there", "user", 1, 2),
+        ("u3", "ok", "assistant", 2, 0),
+        ("u4", "A = 2", "assistant", 2, 1),
+    ]
+    assert _state(result)["A"] == ("2", ("u4",))
+
+
+def _log_history(n: int) -> str:
+    lines = []
+    for i in range(n):
+        lines.append(f"[{i:05d}] worker-{i % 7} processed batch {i} in {i % 13} ms")
+        if i % 10 == 3:
+            lines.append(f"var{i % 40} = {i}")
+        if i % 10 == 7:
+            lines.append(f"var{(i + 5) % 40} copies var{i % 40}")
+        if i % 25 == 0:
+            lines.append(f"node{i % 9} -[feeds]-> node{(i + 1) % 9}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("strategy", ["tomc", "tomc_raw", "rag", "auto"])
+@pytest.mark.parametrize("budget", [0, 5, 60, 400, 5000])
+def test_budget_never_exceeded_and_every_candidate_once(strategy: str, budget: int) -> None:
+    result = compile_memory(
+        _log_history(300), "What is var13?", budget_tokens=budget, strategy=strategy
+    )
+    assert (
+        result.memory_tokens <= result.budget_tokens == budget
+        or result.applied_strategy == "unchanged"
+    )
+    assert LexicalCounter().count(result.compiled_memory) == result.memory_tokens
+    keys = [(row.kind, row.key) for row in result.ledger]
+    assert len(keys) == len(set(keys))
+    packed = "".join(
+        row.text + "\n" for row in result.ledger if row.included and row.kind != "source"
+    )
+    assert result.compiled_memory.startswith(packed)
+    assert sum(r.tokens for r in result.ledger if r.included) == result.memory_tokens
+
+
+def test_source_lines_restored_to_source_order_and_whole() -> None:
+    history = _log_history(200)
+    result = compile_memory(history, "batch 150 worker-3", budget_tokens=300, strategy="rag")
+    kept = [row for row in result.ledger if row.kind == "source" and row.included]
+    assert [int(r.key[1:]) for r in kept] == sorted(int(r.key[1:]) for r in kept)
+    assert result.compiled_memory == "".join(r.text + "\n" for r in kept)
+    assert "processed batch 150 " in result.compiled_memory  # the best BM25 match is kept
+
+
+def test_tomc_raw_gives_records_42_percent_and_unused_flows_to_source() -> None:
+    history = _log_history(400)
+    result = compile_memory(history, "What is var13?", budget_tokens=1000, strategy="tomc_raw")
+    record_tokens = sum(result.tokens_by_kind[k] for k in ("state", "relation", "count"))
+    assert 0 < record_tokens <= 420
+    assert result.memory_tokens > 900  # the record share left over went to source lines
+    records_only = compile_memory(history, "What is var13?", budget_tokens=1000, strategy="tomc")
+    assert records_only.tokens_by_kind["source"] == 0
+
+
+def test_tiny_budget_gives_empty_memory_not_overrun() -> None:
+    result = compile_memory(SEED_HISTORY, "What is C?", budget_tokens=3, strategy="tomc")
+    assert result.compiled_memory == ""
+    assert result.memory_tokens == 0
+    assert all("over record budget" in r.reason for r in result.ledger if r.kind == "state")
+
+
+def test_default_budget_applies() -> None:
+    result = compile_memory(_log_history(3000), "What is var13?")
+    assert result.budget_tokens == tomc.default_budget(result.input_tokens)
+    assert result.memory_tokens <= result.budget_tokens
+
+
+def test_auto_returns_fitting_history_unchanged() -> None:
+    result = compile_memory(SEED_HISTORY, "What is C?", budget_tokens=10_000, strategy="auto")
+    assert result.applied_strategy == "unchanged"
+    assert result.compiled_memory == SEED_HISTORY
+
+
+def test_auto_picks_tomc_raw_for_routes_and_rag_for_retrieval() -> None:
+    history = _log_history(300)
+    assert (
+        compile_memory(
+            history, "What is var13?", budget_tokens=200, strategy="auto"
+        ).applied_strategy
+        == "tomc_raw"
+    )
+    plain = compile_memory(
+        history, "which worker processed batch 12", budget_tokens=200, strategy="auto"
+    )
+    assert (plain.route, plain.applied_strategy) == ("raw", "rag")
+    wording = compile_memory(
+        history, "quote exactly what worker-3 logged", budget_tokens=200, strategy="auto"
+    )
+    assert wording.applied_strategy == "tomc_raw"
+
+
+def test_relation_route_joins_requested_sequence() -> None:
+    history = "alice -[assigned]-> team\nteam -[owns]-> archive\nbob -[owns]-> team\nchatter"
+    result = compile_memory(history, "relation: assigned > owns", strategy="tomc")
+    assert result.route == "relation"
+    rows = [r for r in result.ledger if r.kind == "relation"]
+    assert [(r.key, r.source_ids) for r in rows] == [
+        ("alice -[assigned]-> team -[owns]-> archive", ("u0", "u1"))
+    ]
+
+
+def test_relation_caps_and_uncapped_mode() -> None:
+    lines = [f"hub -[to]-> m{i}" for i in range(20)]
+    lines += [f"m{i} -[to]-> leaf{j}" for i in range(20) for j in range(10)]
+    history = "\n".join(lines)
+    capped = compile_memory(history, "relation: to > to", strategy="tomc", budget_tokens=100_000)
+    assert capped.caps_exceeded["relation"]
+    assert sum(r.kind == "relation" for r in capped.ledger) == 120
+    uncapped = compile_memory(
+        history, "relation: to > to", strategy="tomc", budget_tokens=100_000, uncapped=True
+    )
+    assert uncapped.caps_exceeded["relation"]
+    assert sum(r.kind == "relation" and r.included for r in uncapped.ledger) == 200
+
+
+def test_state_cap_keeps_relevant_rows_first() -> None:
+    history = "\n".join(f"v{i} = {i}" for i in range(150))
+    result = compile_memory(
+        history, "What is the value of v3?", strategy="tomc", budget_tokens=100_000
+    )
+    state = [r for r in result.ledger if r.kind == "state"]
+    assert state[0].key == "v3" and state[0].included
+    assert sum(r.included for r in state) == 96
+    assert result.caps_exceeded["state"]
+    assert all(r.reason == "over cap (96 state rows)" for r in state if not r.included)
+    uncapped = compile_memory(
+        history, "value of v3?", strategy="tomc", budget_tokens=100_000, uncapped=True
+    )
+    assert sum(r.included for r in uncapped.ledger if r.kind == "state") == 150
+
+
+def test_count_route_named_terms_first_then_common_words() -> None:
+    history = "apple banana apple\ncherry apple\nbanana kiwi\nthe the the the"
+    result = compile_memory(history, 'How many times does "apple" appear?', strategy="tomc")
+    counts = [(r.key, r.value, r.source_ids) for r in result.ledger if r.kind == "count"]
+    assert counts[0] == ("apple", "3", ("u0", "u1"))
+    assert ("banana", "2", ("u0", "u2")) in counts
+    assert all(key != "the" for key, _, _ in counts)  # stopwords are not "common words"
+    top = compile_memory(history, "What are the 3 most common words?", strategy="tomc")
+    assert [r.key for r in top.ledger if r.kind == "count"][:3] == ["apple", "banana", "cherry"]
+
+
+def test_chinese_routing_and_cjk_counting() -> None:
+    history = "我喜欢苹果\n苹果和香蕉\n今天天气很好"
+    result = compile_memory(history, "苹果出现了几次？", strategy="tomc")
+    assert result.route == "count" and "几次" in result.route_reason
+    counts = {r.key: r.value for r in result.ledger if r.kind == "count"}
+    assert counts["苹果"] == "2"
+    assert compile_memory("A = 1\n数据", "A的当前值是多少", strategy="tomc").route in (
+        "count",
+        "state",
+    )
+    assert compile_memory("x -[管理]-> y", "它们之间的关系", strategy="tomc").route == "relation"
+    assert compile_memory("状态 = 好", "当前状态", strategy="tomc").route == "state"
+    assert LexicalCounter().count("我喜欢apple!") == 5
+
+
+@pytest.mark.parametrize(
+    ("task", "route"),
+    [
+        ("relation: assigned > owns", "relation"),
+        ("How many errors were logged?", "count"),
+        ("What is the current deploy target?", "raw"),  # no variable defined: nothing to read
+        ("What did alice say about the canary?", "raw"),
+        ("Who is related to alice?", "relation"),
+    ],
+)
+def test_router_cues(task: str, route: str) -> None:
+    history = "alice: the canary is fine\nalice -[assigned]-> team"
+    result = compile_memory(history, task, strategy="tomc")
+    assert result.route == route
+    assert result.route_reason
+
+
+def test_deterministic_output() -> None:
+    history = _log_history(500)
+    a = compile_memory(history, "What is var23 and batch 77?", budget_tokens=700)
+    b = compile_memory(history, "What is var23 and batch 77?", budget_tokens=700)
+    assert a.compiled_memory == b.compiled_memory
+    assert a.ledger == b.ledger
+
+
+def test_to_dict_is_json_and_inspect_lists_everything() -> None:
+    result = compile_memory(SEED_HISTORY, "What is C?", budget_tokens=12)
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["route"] == "state" and len(data["sources"]) == 4
+    text = result.inspect()
+    for unit in result.sources:
+        assert unit.id in text
+    assert "over " in text and "TOKENS" in text
+
+
+@pytest.mark.parametrize(
+    ("history", "task", "kwargs", "error", "words"),
+    [
+        ("", "q", {}, InvalidHistoryError, "empty"),
+        ("\n \n", "q", {}, InvalidHistoryError, "empty"),
+        ("a", "  ", {}, InvalidHistoryError, "task is empty"),
+        ("a", "q", {"strategy": "best"}, InvalidOptionError, "unknown strategy"),
+        ("a", "q", {"counter": "words"}, InvalidOptionError, "unknown counter"),
+        ("a", "q", {"counter": "o200k_base"}, InvalidOptionError, "name the encoding"),
+        ("a", "q", {"budget_tokens": -1}, InvalidOptionError, ">= 0"),
+        ("a", "q", {"budget_tokens": 1.5}, InvalidOptionError, "int"),
+        (
+            [{"role": "user", "content": [{"type": "image_url"}]}],
+            "q",
+            {},
+            InvalidHistoryError,
+            "image_url",
+        ),
+        ([{"content": "x"}], "q", {}, InvalidHistoryError, "role"),
+        (b"bytes", "q", {}, InvalidHistoryError, "bytes"),
+        ("bin\x00ary", "q", {}, InvalidHistoryError, "binary"),
+        (42, "q", {}, InvalidHistoryError, "list of chat messages"),
+    ],
+)
+def test_bad_input_names_the_problem(history, task, kwargs, error, words) -> None:
+    with pytest.raises(error) as info:
+        compile_memory(history, task, **kwargs)
+    assert isinstance(info.value, TomcError)
+    assert words in str(info.value)
+
+
+def test_malformed_operations_and_huge_lines_are_source_text() -> None:
+    history = "A =\n= 3\nB copies\n-[x]-> y\n" + "word " * 50_000
+    result = compile_memory(history, "what words", strategy="tomc_raw", budget_tokens=60_000)
+    assert [r for r in result.ledger if r.kind == "state"] == []
+    assert result.memory_tokens <= 60_000
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.text(max_size=60), min_size=1, max_size=20).map("\n".join),
+    st.text(min_size=1, max_size=40),
+    st.integers(min_value=0, max_value=400),
+    st.sampled_from(["tomc", "tomc_raw", "rag", "auto"]),
+)
+def test_never_crashes_on_arbitrary_unicode(
+    history: str, task: str, budget: int, strategy: str
+) -> None:
+    try:
+        result = compile_memory(history, task, budget_tokens=budget, strategy=strategy)
+    except (InvalidHistoryError, InvalidOptionError):
+        return  # empty history / task, NUL bytes: named errors are the right answer
+    if result.applied_strategy != "unchanged":
+        assert result.memory_tokens <= budget
+    assert LexicalCounter().count(result.compiled_memory) == result.memory_tokens
+
+
+def test_bpe_counter_budget_and_recount() -> None:
+    pytest.importorskip("bpe_openai")
+    history = _log_history(200) + "\n    indented code line\n中文内容也在这里。\n"
+    for name in ("bpe:o200k_base", "bpe:cl100k_base"):
+        result = compile_memory(history, "What is var13?", budget_tokens=500, counter=name)
+        assert result.counter == name
+        assert tomc.get_counter(name).count(result.compiled_memory) == result.memory_tokens <= 500
+
+
+def test_custom_counter_object() -> None:
+    class CharCounter:
+        name = "chars"
+
+        def count(self, text: str) -> int:
+            return len(text)
+
+    result = compile_memory(SEED_HISTORY, "What is C?", budget_tokens=40, counter=CharCounter())
+    assert result.counter == "chars" and len(result.compiled_memory) == result.memory_tokens <= 40
