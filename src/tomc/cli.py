@@ -198,10 +198,9 @@ def notebook_show_command(store, name: str, as_entries: bool) -> None:
             click.echo(json.dumps(entries, ensure_ascii=False, indent=2))
             return
         text = store.text(name)
-    # Raw bytes: text mode could translate line endings and break the verbatim guarantee.
-    out = click.get_binary_stream("stdout")
-    out.write(text.encode("utf-8"))
-    out.flush()
+    # Bytes go to the binary stream: text mode could translate line endings on some platforms
+    # and break the verbatim guarantee.
+    click.echo(text.encode("utf-8"), nl=False)
 
 
 @notebook_group.command("delete")

@@ -67,6 +67,9 @@ _KEEP_ORIGINAL = (
 # Omitted rows can number in the thousands for a long history; the inspector returns the first
 # ones and the total so the response stays readable.
 DEFAULT_MAX_OMITTED = 40
+# The rendered report lists every source unit (two lines each); past this size it is cut and
+# the structured fields carry the detail.
+MAX_REPORT_CHARS = 20_000
 
 Strategy = Literal["auto", "tomc", "tomc_raw", "rag"]
 Counter = Literal["lexical", "bpe:o200k_base", "bpe:cl100k_base"]
@@ -196,7 +199,9 @@ class InspectedSources(BaseModel):
     budget_tokens: int
     memory_tokens: int
     input_tokens: int
-    inspection: str = Field(description="the human-readable inspector report")
+    inspection: str = Field(
+        description=f"the human-readable inspector report (cut at {MAX_REPORT_CHARS:,} chars)"
+    )
     kept: list[Row] = Field(description="every row packed into the memory, in packing order")
     omitted: list[Row] = Field(description="the first omitted rows, each with its reason")
     omitted_total: int = Field(description="how many rows were omitted in all")
@@ -276,6 +281,16 @@ def _row(row: LedgerRow) -> Row:
         source_ids=list(row.source_ids),
         tokens=row.tokens,
         reason=row.reason,
+    )
+
+
+def _clip_report(report: str) -> str:
+    if len(report) <= MAX_REPORT_CHARS:
+        return report
+    cut = report.rfind("\n", 0, MAX_REPORT_CHARS) + 1 or MAX_REPORT_CHARS
+    return (
+        report[:cut] + f"… report cut here: {len(report) - cut:,} more characters; the kept, "
+        "omitted and cited_sources fields hold the details\n"
     )
 
 
@@ -420,7 +435,7 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
                 budget_tokens=result.budget_tokens,
                 memory_tokens=result.memory_tokens,
                 input_tokens=result.input_tokens,
-                inspection=result.inspect(),
+                inspection=_clip_report(result.inspect()),
                 kept=[_row(row) for row in kept],
                 omitted=[_row(row) for row in omitted[:max_omitted]],
                 omitted_total=len(omitted),
