@@ -383,15 +383,6 @@ class InspectorHandler(BaseHTTPRequestHandler):
         self._send_json(HTTPStatus.OK, data)
 
     def _read_json_body(self) -> Any:
-        content_type = self.headers.get("Content-Type", "")
-        # Requiring JSON also keeps other web sites from posting here: a cross-origin page can
-        # only send application/json after a CORS preflight, which this server never grants.
-        if content_type.split(";")[0].strip().lower() != "application/json":
-            raise RequestError(
-                HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
-                "send the request as JSON with the header Content-Type: application/json",
-                "UnsupportedMediaType",
-            )
         if "Transfer-Encoding" in self.headers or "Content-Length" not in self.headers:
             raise RequestError(
                 HTTPStatus.LENGTH_REQUIRED,
@@ -407,11 +398,22 @@ class InspectorHandler(BaseHTTPRequestHandler):
         if length > MAX_BODY_BYTES:
             self._refuse_oversized(length)
             raise _AlreadyAnswered
+        # Read the (bounded) body before judging it: closing a socket with unread bytes makes
+        # the kernel send a reset, which can swallow the error response on its way out.
         raw = self.rfile.read(length)
         if len(raw) < length:
             raise RequestError(
                 HTTPStatus.BAD_REQUEST,
                 f"the body ended after {len(raw):,} of the {length:,} bytes announced",
+            )
+        content_type = self.headers.get("Content-Type", "")
+        # Requiring JSON also keeps other web sites from posting here: a cross-origin page can
+        # only send application/json after a CORS preflight, which this server never grants.
+        if content_type.split(";")[0].strip().lower() != "application/json":
+            raise RequestError(
+                HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+                "send the request as JSON with the header Content-Type: application/json",
+                "UnsupportedMediaType",
             )
         try:
             text = raw.decode("utf-8")

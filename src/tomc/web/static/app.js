@@ -395,6 +395,13 @@
     els.ledgerKind.options[0].textContent = "all";
   }
 
+  // data-label names the column when a phone shows each row as a card.
+  function cell(className, label, text) {
+    const td = el("td", className, text);
+    td.dataset.label = label;
+    return td;
+  }
+
   function rowMatches(row, needle, kind, included) {
     if (kind && row.kind !== kind) return false;
     if (included === "yes" && !row.included) return false;
@@ -420,18 +427,18 @@
       tr.dataset.kind = row.kind;
       tr.dataset.key = row.key;
       if (index === state.selectedRow) tr.classList.add("selected");
-      tr.append(el("td", "kind", row.kind));
-      const keyCell = el("td", "key");
+      tr.append(cell("kind", "kind", row.kind));
+      const keyCell = cell("key", "key");
       const button = el("button", "row-select", row.key);
       button.type = "button";
       button.setAttribute("aria-pressed", index === state.selectedRow ? "true" : "false");
       button.title = row.text;
       keyCell.append(button);
       tr.append(keyCell);
-      tr.append(el("td", "value", row.value));
-      tr.append(el("td", "num", fmt(row.tokens)));
-      tr.append(el("td", "inc", row.included ? "yes" : "no"));
-      tr.append(el("td", "reason", row.reason));
+      tr.append(cell("value", "value", row.value));
+      tr.append(cell("num", "tokens", fmt(row.tokens)));
+      tr.append(cell("inc", "included", row.included ? "yes" : "no"));
+      tr.append(cell("reason", "reason", row.reason));
       frag.append(tr);
     });
     els.ledgerBody.textContent = "";

@@ -1,0 +1,524 @@
+"""The web inspector's HTTP API, over real loopback HTTP to a server on an ephemeral port."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import tomc
+from tomc.web import server as web_server
+from tomc.web.server import MAX_BODY_BYTES, load_example, make_server
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[tuple[str, int]]:
+    srv = make_server("127.0.0.1", 0, quiet=True)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield srv.server_address[:2]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        thread.join()
+
+
+def request(
+    base: tuple[str, int],
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection(*base, timeout=30)
+    try:
+        sent_headers = dict(headers or {})
+        payload = raw
+        if body is not None:
+            payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        if payload is not None:
+            sent_headers.setdefault("Content-Type", "application/json")
+        conn.request(method, path, body=payload, headers=sent_headers)
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def get_json(base: tuple[str, int], path: str) -> tuple[int, Any]:
+    status, headers, data = request(base, "GET", path)
+    assert headers["Content-Type"] == "application/json; charset=utf-8"
+    return status, json.loads(data)
+
+
+def compile_api(base: tuple[str, int], body: Any) -> tuple[int, Any]:
+    status, headers, data = request(base, "POST", "/api/compile", body)
+    assert headers["Content-Type"] == "application/json; charset=utf-8"
+    return status, json.loads(data.decode("utf-8"))
+
+
+def error_of(status_and_data: tuple[int, Any], status: int) -> str:
+    got_status, data = status_and_data
+    assert got_status == status, data
+    assert set(data) == {"error"}
+    assert data["error"]["status"] == status
+    message = data["error"]["message"]
+    assert "Traceback" not in message
+    return message
+
+
+def assert_alive(base: tuple[str, int]) -> None:
+    status, data = get_json(base, "/api/health")
+    assert (status, data["status"]) == (200, "ok")
+
+
+# ---- static page ------------------------------------------------------------------------------
+
+
+def test_page_is_served_with_its_assets_and_no_external_reference(base):
+    status, headers, data = request(base, "GET", "/")
+    assert status == 200
+    assert headers["Content-Type"] == "text/html; charset=utf-8"
+    assert "default-src 'self'" in headers["Content-Security-Policy"]
+    page = data.decode("utf-8")
+    for element_id in ("history", "task", "budget", "strategy", "counter", "compile", "ledger"):
+        assert f'id="{element_id}"' in page
+    assets = re.findall(r'(?:src|href)="([^"#]+)"', page)
+    assert "/static/app.js" in assets and "/static/style.css" in assets
+    for asset in assets:
+        assert asset.startswith("/static/"), f"{asset} is not served by the inspector itself"
+        asset_status, _, _ = request(base, "GET", asset)
+        assert asset_status == 200, asset
+    # A CDN reference anywhere in the shipped files would break on machines without network.
+    for name in ("app.js", "style.css"):
+        _, _, text = request(base, "GET", f"/static/{name}")
+        assert not re.search(rb"https?://", text), name
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [
+        ("/static/app.js", "text/javascript; charset=utf-8"),
+        ("/static/style.css", "text/css; charset=utf-8"),
+        ("/static/favicon.svg", "image/svg+xml"),
+        ("/index.html", "text/html; charset=utf-8"),
+    ],
+)
+def test_static_content_types(base, path, content_type):
+    status, headers, data = request(base, "GET", path)
+    assert status == 200
+    assert headers["Content-Type"] == content_type
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert int(headers["Content-Length"]) == len(data) > 0
+
+
+def test_head_sends_headers_only(base):
+    status, headers, data = request(base, "HEAD", "/static/app.js")
+    assert status == 200 and data == b""
+    assert int(headers["Content-Length"]) > 0
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/../server.py",
+        "/static/%2e%2e/server.py",
+        "/static/",
+        "/static/missing.js",
+        "/static/static/app.js",
+        "/nothing",
+        "/api/nothing",
+    ],
+)
+def test_unknown_paths_are_404_in_words(base, path):
+    status, _, data = request(base, "GET", path)
+    assert status == 404
+    assert json.loads(data)["error"]["message"].startswith("nothing is served at")
+    assert b"import" not in data  # never the source of a module
+
+
+# ---- read-only endpoints ----------------------------------------------------------------------
+
+
+def test_health(base):
+    assert get_json(base, "/api/health") == (200, {"status": "ok", "version": tomc.__version__})
+
+
+def test_options_match_the_library(base):
+    status, data = get_json(base, "/api/options")
+    assert status == 200
+    assert set(data["strategies"]) == set(tomc.STRATEGIES)
+    assert data["strategies"][0] == data["default_strategy"] == "tomc_raw"
+    assert data["counters"] == ["lexical", "bpe:o200k_base", "bpe:cl100k_base"]
+    assert data["max_chars"] == tomc.MAX_INTERACTIVE_CHARS == 200_000
+    assert data["max_body_bytes"] == MAX_BODY_BYTES
+
+
+def test_the_page_offers_exactly_the_library_options(base):
+    _, _, page = request(base, "GET", "/")
+    offered = re.findall(r'<option value="([^"]+)"', page.decode("utf-8"))
+    _, options = get_json(base, "/api/options")
+    assert set(offered) >= set(options["strategies"]) | set(options["counters"])
+
+
+def test_example_has_copies_relations_chatter_and_cjk(base):
+    status, example = get_json(base, "/api/example")
+    assert status == 200
+    assert example == load_example()
+    lines = example["history"].splitlines()
+    assert any(" copies " in line for line in lines)
+    assert any(re.search(r"-\[\w+\]->", line) for line in lines)
+    assert any(re.search(r"[\u4e00-\u9fff]", line) for line in lines)
+    assert example["strategy"] in tomc.STRATEGIES
+    assert example["task"]
+
+
+# ---- compile ----------------------------------------------------------------------------------
+
+
+def test_compile_example_matches_the_library(base):
+    example = load_example()
+    body = {key: example[key] for key in ("history", "task", "budget_tokens", "strategy")}
+    status, data = compile_api(base, body)
+    assert status == 200
+    direct = tomc.compile_memory(
+        example["history"],
+        example["task"],
+        budget_tokens=example["budget_tokens"],
+        strategy=example["strategy"],
+    )
+    expected = direct.to_dict()
+    for key in ("compiled_memory", "route", "route_reason", "ledger", "memory_tokens"):
+        assert data[key] == expected[key], key
+    assert [u["id"] for u in data["sources"]] == [f"u{i}" for i in range(len(direct.sources))]
+    assert data["input"] == {"format": "text", "max_chars": 200_000}
+
+
+def test_unit_status_follows_the_ledger(base):
+    example = load_example()
+    _, data = compile_api(
+        base,
+        {
+            "history": example["history"],
+            "task": example["task"],
+            "budget_tokens": example["budget_tokens"],
+        },
+    )
+    ledger = data["ledger"]
+    packed_text = {r["key"] for r in ledger if r["kind"] == "source" and r["included"]}
+    cited = {i for r in ledger if r["kind"] != "source" and r["included"] for i in r["source_ids"]}
+    statuses = {u["id"]: u["status"] for u in data["sources"]}
+    assert {i for i, s in statuses.items() if s == "kept"} == packed_text
+    assert {i for i, s in statuses.items() if s == "record"} == cited - packed_text
+    assert all(u["reason"] for u in data["sources"])
+    # The example is built so that each status occurs: the page's three colours all matter.
+    assert set(statuses.values()) == {"kept", "record", "omitted"}
+    # rollback_target copies release_target, which copied deploy_target while it was staging.
+    row = next(r for r in ledger if r["kind"] == "state" and r["key"] == "rollback_target")
+    texts = {u["id"]: u["text"] for u in data["sources"]}
+    assert [texts[i] for i in row["source_ids"]] == [
+        "deploy_target = staging",
+        "release_target copies deploy_target",
+        "rollback_target copies release_target",
+    ]
+
+
+def test_records_only_strategy_marks_cited_units(base):
+    status, data = compile_api(
+        base,
+        {"history": "A = 3\nB copies A\nA = 8\nchatter", "task": "What is B?", "strategy": "tomc"},
+    )
+    assert status == 200
+    assert data["compiled_memory"].startswith("STATE B = 3 (u0,u1)")
+    statuses = {u["id"]: u["status"] for u in data["sources"]}
+    assert statuses == {"u0": "record", "u1": "record", "u2": "record", "u3": "omitted"}
+    assert "state B" in data["sources"][0]["reason"]
+
+
+def test_every_strategy_and_counter_compiles(base):
+    _, options = get_json(base, "/api/options")
+    for strategy in options["strategies"]:
+        for counter in options["counters"]:
+            status, data = compile_api(
+                base,
+                {
+                    "history": "x = 1\nhello there",
+                    "task": "What is x?",
+                    "strategy": strategy,
+                    "counter": counter,
+                },
+            )
+            assert status == 200, (strategy, counter, data)
+            assert data["counter"] == counter
+
+
+def test_chat_messages_as_list_and_as_pasted_json(base):
+    messages = [
+        {"role": "user", "content": "deploy_target = staging"},
+        {"role": "assistant", "content": "Noted.\nrelease copies deploy_target"},
+    ]
+    status, from_list = compile_api(base, {"history": messages, "task": "What is release?"})
+    assert status == 200
+    assert from_list["input"]["format"] == "messages"
+    assert [u["role"] for u in from_list["sources"]] == ["user", "assistant", "assistant"]
+    status, from_text = compile_api(
+        base, {"history": json.dumps(messages, indent=1), "task": "What is release?"}
+    )
+    assert status == 200 and from_text["input"]["format"] == "messages"
+    assert from_text["compiled_memory"] == from_list["compiled_memory"]
+    # Forced text keeps the JSON as lines; bracketed log lines are never read as JSON.
+    _, as_text = compile_api(
+        base, {"history": json.dumps(messages), "task": "x?", "history_format": "text"}
+    )
+    assert as_text["input"]["format"] == "text" and as_text["sources"][0]["role"] is None
+    _, log = compile_api(base, {"history": "[10:02] a = 1\n[10:03] done", "task": "a?"})
+    assert log["input"]["format"] == "text"
+
+
+def test_cjk_round_trips_unchanged(base):
+    history = "备注：周五之前完成数据库迁移。\n負責者 = 東京チーム\n담당 = 서울팀"
+    status, headers, data = request(
+        base, "POST", "/api/compile", {"history": history, "task": "負責者は誰？"}
+    )
+    assert status == 200
+    assert headers["Content-Type"] == "application/json; charset=utf-8"
+    # Sent as UTF-8, not \u escapes, so a reader of the raw body sees the text too.
+    assert "备注".encode() in data and b"\\u5907" not in data
+    units = json.loads(data)["sources"]
+    assert [u["text"] for u in units] == history.splitlines()
+
+
+# ---- bad input --------------------------------------------------------------------------------
+
+BAD_BODIES = [
+    ([1, 2], "must be a JSON object, not an array"),
+    ("text", "must be a JSON object, not a string"),
+    ({"task": "x"}, "'history' is required"),
+    ({"history": 5, "task": "x"}, "'history' must be a string or a list"),
+    ({"history": {"role": "user"}, "task": "x"}, "not an object"),
+    ({"history": "a = 1", "task": 3}, "'task' must be a string"),
+    ({"history": "a = 1", "task": "x", "budget_tokens": "120"}, "'budget_tokens' must be"),
+    ({"history": "a = 1", "task": "x", "budget_tokens": True}, "not a boolean"),
+    ({"history": "a = 1", "task": "x", "budget_tokens": 1.5}, "whole number"),
+    ({"history": "a = 1", "task": "x", "budget_tokens": -5}, "budget_tokens must be >= 0"),
+    ({"history": "a = 1", "task": "x", "strategy": "nope"}, "unknown strategy 'nope'"),
+    ({"history": "a = 1", "task": "x", "strategy": 7}, "'strategy' must be a string"),
+    ({"history": "a = 1", "task": "x", "counter": "bpe"}, "ambiguous"),
+    ({"history": "a = 1", "task": "x", "counter": "words"}, "unknown counter 'words'"),
+    ({"history": "a = 1", "task": "x", "uncapped": "yes"}, "'uncapped' must be true or false"),
+    ({"history": "a = 1", "task": "x", "history_format": "xml"}, "'history_format' must be"),
+    ({"history": "a = 1", "task": "x", "budget": 10}, "unknown field(s): budget"),
+    ({"history": "a = 1", "task": ""}, "task is empty"),
+    ({"history": "\n  \n", "task": "x"}, "history is empty"),
+    ({"history": [], "task": "x"}, "history is empty"),
+    ({"history": "a = 1", "task": "x", "history_format": "messages"}, "not a JSON list"),
+    ({"history": [{"content": "hi"}], "task": "x"}, "has no 'role'"),
+    ({"history": [{"role": "user", "content": 5}], "task": "x"}, "content is a int"),
+    (
+        {"history": [{"role": "user", "content": [{"type": "image_url"}]}], "task": "x"},
+        "only text parts",
+    ),
+    ({"history": "a = 1\x00", "task": "x"}, "NUL"),
+]
+
+
+@pytest.mark.parametrize(("body", "fragment"), BAD_BODIES)
+def test_bad_bodies_are_400_in_words(base, body, fragment):
+    message = error_of(compile_api(base, body), 400)
+    assert fragment in message
+    assert_alive(base)
+
+
+def test_history_over_the_character_limit_is_413(base):
+    limit = tomc.MAX_INTERACTIVE_CHARS
+    at_limit = ("x = 1\n" * (limit // 6))[: limit - 2]
+    status, _ = compile_api(base, {"history": at_limit, "task": "x?"})
+    assert status == 200  # exactly at the limit (history + task) is accepted
+    message = error_of(compile_api(base, {"history": at_limit + "y", "task": "x?"}), 413)
+    assert "200,001 characters" in message and "200,000" in message
+    # Chat lists count their text only, the same rule as the library.
+    chat = [{"role": "user", "content": "z" * limit}]
+    assert "200,001" in error_of(compile_api(base, {"history": chat, "task": "x"}), 413)
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"", "not valid JSON"),
+        (b"\xff\xfe{}", "not valid UTF-8"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"history": "a = 1", "task": "x", "budget_tokens": NaN}', "'budget_tokens' must be"),
+    ],
+)
+def test_unreadable_bodies_are_400(base, raw, fragment):
+    status, _, data = request(base, "POST", "/api/compile", raw=raw)
+    assert status == 400
+    assert fragment in json.loads(data)["error"]["message"]
+    assert_alive(base)
+
+
+def test_wrong_content_type_is_415(base):
+    status, _, data = request(
+        base, "POST", "/api/compile", raw=b"history=a", headers={"Content-Type": "text/plain"}
+    )
+    assert status == 415
+    assert "application/json" in json.loads(data)["error"]["message"]
+
+
+def test_missing_length_is_411(base):
+    with socket.create_connection(base, timeout=30) as sock:
+        sock.sendall(
+            b"POST /api/compile HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        reply = _read_all(sock)
+    assert reply.startswith(b"HTTP/1.0 411")
+    assert b"Content-Length" in reply.split(b"\r\n\r\n", 1)[1]
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_oversized_body_is_refused_before_it_is_read(base):
+    # Announce a gigabyte and send none of it: a server that tried to read the body first
+    # would wait for bytes that never come instead of answering.
+    with socket.create_connection(base, timeout=30) as sock:
+        sock.sendall(
+            b"POST /api/compile HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000000000\r\n\r\n"
+        )
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += sock.recv(4096)
+    assert head.startswith(b"HTTP/1.0 413")
+    assert_alive(base)
+
+
+def test_oversized_body_sent_in_full_still_gets_the_413_message(base):
+    raw = b'{"history": "' + b"a" * (MAX_BODY_BYTES + 10) + b'", "task": "x"}'
+    status, _, data = request(base, "POST", "/api/compile", raw=raw)
+    assert status == 413
+    assert "over the limit" in json.loads(data)["error"]["message"]
+    assert_alive(base)
+
+
+def test_body_shorter_than_announced_is_400(base):
+    with socket.create_connection(base, timeout=30) as sock:
+        sock.sendall(
+            b"POST /api/compile HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n{}"
+        )
+        sock.shutdown(socket.SHUT_WR)
+        reply = _read_all(sock)
+    assert reply.startswith(b"HTTP/1.0 400")
+    assert b"ended after 2 of the 100 bytes" in reply
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("GET", "/api/compile", "POST"),
+        ("PUT", "/api/compile", "POST"),
+        ("DELETE", "/", "GET, HEAD"),
+        ("POST", "/api/options", "GET, HEAD"),
+        ("POST", "/static/app.js", "GET, HEAD"),
+    ],
+)
+def test_wrong_method_is_405(base, method, path, allow):
+    status, headers, data = request(base, method, path, raw=b"{}" if method != "GET" else None)
+    assert status == 405
+    assert headers["Allow"] == allow
+    assert json.loads(data)["error"]["type"] == "MethodNotAllowed"
+
+
+def test_post_to_unknown_path_is_404(base):
+    status, _, _ = request(base, "POST", "/api/other", {"history": "a"})
+    assert status == 404
+
+
+def test_an_unexpected_failure_is_500_in_words_and_the_server_lives_on(base, monkeypatch):
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise ZeroDivisionError("secret internal detail")
+
+    monkeypatch.setattr(tomc, "compile_memory", broken)
+    message = error_of(compile_api(base, {"history": "a = 1", "task": "x"}), 500)
+    assert "unexpected ZeroDivisionError" in message
+    assert "secret internal detail" not in message
+    monkeypatch.undo()
+    assert compile_api(base, {"history": "a = 1", "task": "a?"})[0] == 200
+
+
+def test_parallel_requests_are_all_answered(base):
+    results: list[int] = []
+
+    def one(i: int) -> None:
+        results.append(compile_api(base, {"history": f"v = {i}\nw copies v", "task": "w?"})[0])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [200] * 8
+
+
+# ---- command line -----------------------------------------------------------------------------
+
+
+def test_tomc_serve_starts_and_answers():
+    code = "import sys; from tomc.cli import main; sys.argv = ['tomc'] + sys.argv[1:]; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        assert match, (line, proc.stderr.read() if proc.poll() is not None else "")
+        port = int(match.group(1))
+        status, data = get_json(("127.0.0.1", port), "/api/health")
+        assert (status, data["status"]) == (200, "ok")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_tomc_serve_reports_a_taken_port():
+    from click.testing import CliRunner
+
+    from tomc.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, ["serve", "--port", str(port)])
+    assert result.exit_code != 0
+    assert f"cannot serve on 127.0.0.1:{port}" in result.output
+
+
+def test_module_exports_a_server_factory():
+    srv = web_server.make_server("127.0.0.1", 0, quiet=True)
+    try:
+        assert srv.url.startswith("http://127.0.0.1:")
+    finally:
+        srv.server_close()
