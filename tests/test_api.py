@@ -17,6 +17,7 @@ EXPECTED = {
     "InvalidOptionError",
     "LedgerRow",
     "LexicalCounter",
+    "NotebookStore",
     "SourceUnit",
     "TokenCounter",
     "TomcError",

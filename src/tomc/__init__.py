@@ -18,6 +18,7 @@ from .errors import (
     InvalidOptionError,
     TomcError,
 )
+from .notebooks import NotebookStore
 from .result import UNKNOWN, CompileResult, LedgerRow, SourceUnit
 from .sources import MAX_INTERACTIVE_CHARS, check_interactive_size
 
@@ -38,6 +39,7 @@ __all__ = [
     "InvalidOptionError",
     "LedgerRow",
     "LexicalCounter",
+    "NotebookStore",
     "SourceUnit",
     "TokenCounter",
     "TomcError",
