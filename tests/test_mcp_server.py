@@ -182,33 +182,47 @@ def test_inspect_sources_reports_kept_omitted_and_cited(home: Path) -> None:
             task=task,
             budget_tokens=60,
             strategy="tomc_raw",
-            max_omitted=5,
+            max_rows=5,
         )
 
     out = run_in_process(home, body)
-    assert [row["text"] for row in out["kept"]] == [r.text for r in expected.included_rows]
-    assert out["omitted_total"] == len(expected.ledger) - len(expected.included_rows)
+    included = expected.included_rows
+    assert len(included) > 5
+    assert [row["text"] for row in out["kept"]] == [r.text for r in included[:5]]
+    assert out["kept"][0]["kind"] == "state"  # typed records lead
+    assert out["kept_total"] == len(included)
+    assert out["omitted_total"] == len(expected.ledger) - len(included)
     assert len(out["omitted"]) == 5
     assert all(row["reason"] for row in out["omitted"])
+    # Omitted source lines come nearest-miss first: highest BM25 score of all omitted lines.
+    omitted_sources = [r for r in expected.ledger if r.kind == "source" and not r.included]
+    scores = [float(row["value"]) for row in out["omitted"] if row["kind"] == "source"]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] == max(float(r.value) for r in omitted_sources)
     cited = {source["text"] for source in out["cited_sources"]}
     # backup_target = prod is supported by the later SET of deploy_target and the COPY line.
     assert {"deploy_target = prod", "backup_target copies deploy_target"} <= cited
-    assert out["inspection"] == expected.inspect()
+    # The same report as the library's inspector, apart from the measured latency.
+    def steady(report: str) -> list[str]:
+        return [line for line in report.splitlines() if not line.startswith("latency:")]
+
+    assert steady(out["inspection"]) == steady(expected.inspect())
+    assert len(steady(out["inspection"])) > 20
 
 
 def test_inspection_report_is_cut_for_long_histories(home: Path) -> None:
     long_log = "\n".join(f"line {i}: status ok for service {i % 17}" for i in range(3_000))
 
     async def body(client: Client) -> dict[str, Any]:
-        return await call(
-            client, "inspect_sources", history=long_log, task="service 3 status", budget_tokens=50
-        )
+        return await call(client, "inspect_sources", history=long_log, task="service 3 status")
 
     out = run_in_process(home, body)
     assert len(out["inspection"]) < MAX_REPORT_CHARS + 200
     assert "report cut here" in out["inspection"]
-    assert out["omitted_total"] > 2_000
-    assert len(out["omitted"]) == 40
+    assert out["kept_total"] > 2_000 and out["omitted_total"] > 300
+    assert len(out["omitted"]) == len(out["kept"]) == 40
+    # The whole response stays small enough for a model's context.
+    assert len(json.dumps(out)) < 40_000
 
 
 # -- errors --------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ nothing a client sends can crash the server.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,9 +65,9 @@ _KEEP_ORIGINAL = (
     "This memory is for this task only. Keep the original history; compile again for a new "
     "task, and never save this memory as if it were the source."
 )
-# Omitted rows can number in the thousands for a long history; the inspector returns the first
-# ones and the total so the response stays readable.
-DEFAULT_MAX_OMITTED = 40
+# Kept and omitted rows can each number in the thousands for a long history (hundreds of KB of
+# JSON); the inspector lists the most useful ones and the totals so the response stays readable.
+DEFAULT_MAX_ROWS = 40
 # The rendered report lists every source unit (two lines each); past this size it is cut and
 # the structured fields carry the detail.
 MAX_REPORT_CHARS = 20_000
@@ -202,12 +203,19 @@ class InspectedSources(BaseModel):
     inspection: str = Field(
         description=f"the human-readable inspector report (cut at {MAX_REPORT_CHARS:,} chars)"
     )
-    kept: list[Row] = Field(description="every row packed into the memory, in packing order")
-    omitted: list[Row] = Field(description="the first omitted rows, each with its reason")
-    omitted_total: int = Field(description="how many rows were omitted in all")
-    cited_sources: list[Source] = Field(
-        description="the original lines that the kept typed records cite"
+    kept: list[Row] = Field(
+        description="rows packed into the memory: typed records first, then source lines"
     )
+    kept_total: int = Field(description="how many rows were packed in all")
+    omitted: list[Row] = Field(
+        description="rows left out, each with its reason: records first, then the source "
+        "lines that came closest (highest BM25 score)"
+    )
+    omitted_total: int = Field(description="how many rows were left out in all")
+    cited_sources: list[Source] = Field(
+        description="the original lines that the kept typed records cite, in source order"
+    )
+    cited_total: int
 
 
 class SavedEntry(BaseModel):
@@ -411,9 +419,15 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
         budget_tokens: BudgetArg = None,
         strategy: StrategyArg = "auto",
         counter: CounterArg = "lexical",
-        max_omitted: Annotated[
-            int, Field(ge=0, le=1_000, description="how many omitted rows to list")
-        ] = DEFAULT_MAX_OMITTED,
+        max_rows: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=1_000,
+                description="list at most this many kept rows, omitted rows and cited sources "
+                "each (the totals are always given)",
+            ),
+        ] = DEFAULT_MAX_ROWS,
     ) -> InspectedSources:
         """Show what a compilation kept, what it left out and why, with the cited source lines.
 
@@ -426,7 +440,12 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
             result = _compile(_history(history), task, budget_tokens, strategy, counter)
             kept = [row for row in result.ledger if row.included]
             omitted = [row for row in result.ledger if not row.included]
-            cited = {sid for row in kept if row.kind != "source" for sid in row.source_ids}
+            # Nearest misses first: an omitted line with a high BM25 score is the likeliest
+            # place for evidence the task needed. sorted() is stable, so records keep their
+            # packing order and equal scores keep source order.
+            omitted.sort(key=lambda row: -float(row.value) if row.kind == "source" else -math.inf)
+            cited_ids = {sid for row in kept if row.kind != "source" for sid in row.source_ids}
+            cited = [unit for unit in result.sources if unit.id in cited_ids]
             return InspectedSources(
                 route=result.route,
                 route_reason=result.route_reason,
@@ -436,12 +455,12 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
                 memory_tokens=result.memory_tokens,
                 input_tokens=result.input_tokens,
                 inspection=_clip_report(result.inspect()),
-                kept=[_row(row) for row in kept],
-                omitted=[_row(row) for row in omitted[:max_omitted]],
+                kept=[_row(row) for row in kept[:max_rows]],
+                kept_total=len(kept),
+                omitted=[_row(row) for row in omitted[:max_rows]],
                 omitted_total=len(omitted),
-                cited_sources=[
-                    Source(**unit.to_dict()) for unit in result.sources if unit.id in cited
-                ],
+                cited_sources=[Source(**unit.to_dict()) for unit in cited[:max_rows]],
+                cited_total=len(cited),
             )
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
