@@ -14,7 +14,7 @@ from .kernels import PathEntry, collect_edges, count_terms, join_relations, repl
 from .lexicon import query_terms
 from .operations import Copy, Relation, Set, parse_operation
 from .result import CompileResult, LedgerRow, SourceUnit
-from .retrieval import bm25_scores
+from .retrieval import bm25_scores, spread_to_neighbours
 from .router import Route, names_in_task, route_task, task_words
 from .sources import History, SourceTable, read_history
 
@@ -280,7 +280,7 @@ def compile_memory(
     kept_units: list[int] = []
     source_left = budget - record_used
     if applied in ("tomc_raw", "rag"):
-        scores = bm25_scores(texts, row_tokens, query_terms(task))
+        scores = spread_to_neighbours(bm25_scores(texts, row_tokens, query_terms(task)), len(texts))
         matched = sorted(scores, key=lambda i: (-scores[i], -i))
         unmatched = (i for i in range(len(texts) - 1, -1, -1) if i not in scores)
         for rank, index in enumerate((*matched, *unmatched), start=1):

@@ -1,0 +1,33 @@
+from tomc.lexicon import query_terms, stem
+from tomc.retrieval import bm25_scores, spread_to_neighbours
+
+
+def test_stem_is_a_prefix_and_merges_forms() -> None:
+    for word in ("running", "runs", "stopped", "classes", "class", "apples", "apple", "studies"):
+        assert word.startswith(stem(word))
+    assert stem("running") == stem("run") == stem("runs")
+    assert stem("apples") == stem("apple")
+    assert stem("classes") == stem("class")
+
+
+def test_query_terms_drop_stopwords_and_keep_cjk() -> None:
+    assert query_terms("When did Caroline go to the support group?") == [
+        "caroline",
+        "go",
+        "support",
+        "group",
+    ]
+    assert query_terms("苹果的价格") == ["苹", "果", "价", "格"]
+
+
+def test_bm25_prefers_rare_terms_and_matches_word_forms() -> None:
+    texts = ["the cat sat", "dogs running fast", "a cat and a dog", "nothing here"]
+    scores = bm25_scores(texts, [3, 3, 5, 2], query_terms("dog runs"))
+    assert set(scores) == {1, 2}
+    assert scores[1] > scores[2]  # two query terms (dog+run) beat one
+
+
+def test_spread_to_neighbours_is_linear_and_bounded() -> None:
+    spread = spread_to_neighbours({0: 1.0, 5: 2.0}, 6, 0.5)
+    assert spread == {0: 1.0, 1: 0.5, 4: 1.0, 5: 2.0}
+    assert spread_to_neighbours({2: 1.0}, 3, 0.0) == {2: 1.0}
