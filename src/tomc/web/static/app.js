@@ -237,7 +237,10 @@
             ? data.error.message
             : `The server answered HTTP ${response.status} without an explanation.`;
         const kind = data && data.error && data.error.type ? `, ${data.error.type}` : "";
-        showError("The compiler refused this input.", `${capitalise(message)} (HTTP ${response.status}${kind})`);
+        showError(
+          "The compiler refused this input.",
+          `${message} (HTTP ${response.status}${kind})`,
+        );
         setStatus("");
         els.results.hidden = true;
         return;
@@ -259,10 +262,6 @@
         els.form.removeAttribute("aria-busy");
       }
     }
-  }
-
-  function capitalise(text) {
-    return text ? text.charAt(0).toUpperCase() + text.slice(1) : text;
   }
 
   // ---- rendering -------------------------------------------------------------------------
@@ -350,8 +349,10 @@
     const input = Math.max(result.input_tokens || 0, 1);
     const share = Math.min(100, (100 * result.budget_tokens) / input);
     const inputText =
-      `Input ${fmt(result.input_tokens)} tokens; the budget is ` +
-      `${share >= 10 ? share.toFixed(0) : share.toFixed(1)}% of it`;
+      result.budget_tokens >= result.input_tokens
+        ? `Input ${fmt(result.input_tokens)} tokens; the budget covers all of it`
+        : `Input ${fmt(result.input_tokens)} tokens; the budget is ` +
+          `${share >= 10 ? share.toFixed(0) : share.toFixed(1)}% of it`;
     els.inputBarLabel.textContent = inputText;
     els.inputBar.textContent = "";
     const seg = el("span", "seg seg-budget");
