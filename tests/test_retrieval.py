@@ -12,7 +12,7 @@ def test_stem_is_a_prefix_and_merges_forms() -> None:
 
 def test_query_terms_drop_stopwords_and_keep_cjk() -> None:
     assert query_terms("When did Caroline go to the support group?") == [
-        "caroline",
+        "carolin",
         "go",
         "support",
         "group",
