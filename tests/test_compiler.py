@@ -17,6 +17,7 @@ from tomc import (
     TomcError,
     compile_memory,
 )
+from tomc.reference import reference_pack
 
 SEED_HISTORY = "A = 3\nB copies A\nA = 8\nC copies B\n"
 
@@ -324,3 +325,34 @@ def test_custom_counter_object() -> None:
 
     result = compile_memory(SEED_HISTORY, "What is C?", budget_tokens=40, counter=CharCounter())
     assert result.counter == "chars" and len(result.compiled_memory) == result.memory_tokens <= 40
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(
+                lambda n, v: f"v{n} = {v}",
+                st.integers(0, 30),
+                st.text("xyz0123 ", min_size=1, max_size=12),
+            ),
+            st.builds(lambda a, b: f"v{a} copies v{b}", st.integers(0, 30), st.integers(0, 30)),
+            st.text("abc ", min_size=1, max_size=20),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(0, 300),
+)
+def test_record_packing_matches_reference_greedy(lines: list[str], budget: int) -> None:
+    history = "\n".join(lines)
+    if not history.strip():
+        return
+    result = compile_memory(
+        history, "What is the value of v3?", budget_tokens=budget, strategy="tomc"
+    )
+    rows = [r for r in result.ledger if r.kind == "state"]
+    within_cap = rows[: tomc.CAPS["state"]]
+    expected = reference_pack([r.tokens for r in within_cap], budget)
+    assert [i for i, r in enumerate(within_cap) if r.included] == expected
+    assert not any(r.included for r in rows[tomc.CAPS["state"] :])
