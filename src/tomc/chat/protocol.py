@@ -35,7 +35,7 @@ INSTRUCTION_ROLES = frozenset({"system", "developer"})
 # encrypted reasoning, legacy function_call, ...) may be opaque to us, so it is never flattened.
 _KNOWN_FIELDS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal"})
 _TEXT_PARTS = frozenset({"text"})
-_OVERHEAD_PER_MESSAGE = 4  # role and separators, as providers bill them; a rough constant
+OVERHEAD_PER_MESSAGE = 4  # role and separators, as providers bill them; a rough constant
 
 _LEXICAL = LexicalCounter()
 
@@ -121,7 +121,7 @@ def message_text(message: Mapping[str, Any]) -> str:
 
 def estimate_tokens(message: Mapping[str, Any]) -> int:
     """Lexical estimate of one message, with a small per-message overhead."""
-    return _LEXICAL.count(message_text(message)) + _OVERHEAD_PER_MESSAGE
+    return _LEXICAL.count(message_text(message)) + OVERHEAD_PER_MESSAGE
 
 
 def canonical(message: Mapping[str, Any]) -> str:

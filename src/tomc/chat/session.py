@@ -19,6 +19,7 @@ from .native import NativeEvent, NativeState, read_native_event
 from .profiles import ModelProfile, ProfileTable, effective_window
 from .protocol import (
     INSTRUCTION_ROLES,
+    OVERHEAD_PER_MESSAGE,
     as_message,
     canonical,
     check_tool_pairing,
@@ -401,7 +402,9 @@ class AutomaticChatSession:
         header = MEMORY_HEADER.format(count=len(region))
         header_tokens = _LEXICAL.count(header) + 4
         available = plan.fit_limit - (plan.tokens_before - old_tokens) - header_tokens
-        target = explicit or default_budget(sum(_LEXICAL.count(h["content"]) for h in history))
+        # estimate_tokens() is the lexical count of message_text() plus the per-message overhead.
+        text_tokens = old_tokens - OVERHEAD_PER_MESSAGE * len(region)
+        target = explicit or default_budget(text_tokens)
         if target > available:
             # The window constrains: leave room to grow, or the next request rebuilds again.
             headroom = int(self.growth_headroom * plan.window)
