@@ -356,3 +356,15 @@ def test_record_packing_matches_reference_greedy(lines: list[str], budget: int) 
     expected = reference_pack([r.tokens for r in within_cap], budget)
     assert [i for i, r in enumerate(within_cap) if r.included] == expected
     assert not any(r.included for r in rows[tomc.CAPS["state"] :])
+
+
+def test_relation_cap_keeps_paths_from_the_named_entity() -> None:
+    lines = [f"p{i} -[to]-> m{i}" for i in range(200)] + [f"m{i} -[to]-> end" for i in range(200)]
+    lines.append("zed -[to]-> m3")  # the named start comes last in the history
+    history = "\n".join(lines)
+    result = compile_memory(
+        history, "Where does zed lead? relation: to > to", strategy="tomc", budget_tokens=100_000
+    )
+    assert result.caps_exceeded["relation"]
+    keys = [r.key for r in result.ledger if r.kind == "relation"]
+    assert keys[0] == "zed -[to]-> m3 -[to]-> end"

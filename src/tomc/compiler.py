@@ -85,7 +85,13 @@ def _row_tokens(rows: Sequence[str], table: SourceTable, counter: TokenCounter) 
     return [counter.count(row + "\n") for row in rows]
 
 
-def _state_records(table: SourceTable, ops, route: Route, strategy: str, raw_words, folded_words):
+def _state_records(
+    ops: list[tuple[int, Set | Copy]],
+    route: Route,
+    strategy: str,
+    raw_words: set[str],
+    folded_words: set[str],
+) -> list[_Record]:
     entries = replay_state(ops)
     named = set(names_in_task([e.name for e in entries], raw_words, folded_words))
     eligible = route.route == "state" or strategy == "tomc"
@@ -110,13 +116,21 @@ def _mentions(node: str, task_folded: str, folded_words: set[str]) -> bool:
     return folded in folded_words or (" " in folded and folded in task_folded)
 
 
-def _relation_records(relations, route: Route, strategy: str, task: str, folded_words, uncapped):
+def _relation_records(
+    relations: list[tuple[int, Relation]],
+    route: Route,
+    strategy: str,
+    task: str,
+    folded_words: set[str],
+    uncapped: bool,
+) -> tuple[list[_Record], bool]:
     edges = collect_edges(relations)
     task_folded = " ".join(task.casefold().split())
-    exceeded = False
     if route.labels:
         limit = RELATION_SAFETY_LIMIT if uncapped else CAPS["relation"]
-        paths, hit_limit = join_relations(edges, route.labels, limit)
+        # Paths from an entity the task names are enumerated first, so the cap keeps them.
+        named_starts = {s for s, _, _, _ in edges if _mentions(s, task_folded, folded_words)}
+        paths, hit_limit = join_relations(edges, route.labels, limit, prefer=named_starts)
         exceeded = hit_limit or len(paths) > CAPS["relation"]
         eligible = True
     else:
@@ -143,7 +157,9 @@ def _relation_records(relations, route: Route, strategy: str, task: str, folded_
     return records, exceeded
 
 
-def _count_records(texts: Sequence[str], route: Route, uncapped: bool):
+def _count_records(
+    texts: Sequence[str], route: Route, uncapped: bool
+) -> tuple[list[_Record], bool]:
     named = list(route.count_terms)
     cap = CAPS["count"]
     room = None if uncapped else max(cap - len(named), 0)
@@ -250,7 +266,7 @@ def compile_memory(
     records: list[_Record] = []
     if applied in ("tomc", "tomc_raw"):
         raw_words, folded_words = task_words(task)
-        state = _state_records(table, state_ops, route, applied, raw_words, folded_words)
+        state = _state_records(state_ops, route, applied, raw_words, folded_words)
         caps_exceeded["state"] = sum(r.eligible for r in state) > CAPS["state"]
         relation, caps_exceeded["relation"] = _relation_records(
             relations, route, applied, task, folded_words, uncapped

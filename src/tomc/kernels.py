@@ -7,7 +7,7 @@ they agree. Unit indexes are positions in the source table (``u{index}``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from .counters import CJK_CHAR
@@ -114,8 +114,11 @@ def join_relations(
     edges: Sequence[tuple[str, str, str, tuple[int, ...]]],
     labels: Sequence[str],
     limit: int | None,
+    prefer: Collection[str] = (),
 ) -> tuple[list[PathEntry], bool]:
     """Paths that follow exactly ``labels`` (no other transitivity), depth first in edge order.
+
+    Paths starting at a node in ``prefer`` (as spelled in ``edges``) are enumerated first.
 
     Returns ``(paths, exceeded)``: at most ``limit`` paths, and whether more exist. Nodes that
     cannot complete the rest of the sequence are pruned first (one backward pass), so the
