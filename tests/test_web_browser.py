@@ -343,7 +343,7 @@ def test_ledger_filter(laptop: Session) -> None:
     expect(rows).to_have_count(len(matching))
     assert rows.evaluate_all("rs => rs.map(r => r.dataset.index)") == matching
     expect(page.locator("#ledger-count")).to_have_text(
-        f"Showing {len(matching)} of {len(ledger)} rows."
+        f"{len(matching)} of {len(ledger)} rows match."
     )
 
     page.fill("#ledger-filter", "")
@@ -356,6 +356,42 @@ def test_ledger_filter(laptop: Session) -> None:
     expect(rows).to_have_count(sum(1 for row in ledger if row.included))
     page.select_option("#ledger-included", "no")
     expect(rows).to_have_count(sum(1 for row in ledger if not row.included))
+
+
+def test_long_histories_render_a_page_at_a_time(laptop: Session) -> None:
+    from playwright.sync_api import expect
+
+    page = laptop.page
+    lines = [f"chatter line {i}" for i in range(2_600)]
+    lines[2_100] = "x = 41"
+    lines[2_500] = "y copies x"
+    paste(page, "#history", "\n".join(lines))
+    page.fill("#task", "What is y?")
+    page.fill("#budget", "40")
+    page.click("#compile")
+    expect(page.locator("#results")).to_be_visible()
+    units = page.locator("#sources .unit")
+    expect(units).to_have_count(1_000)
+    more_units = page.locator("#more-units")
+    expect(more_units).to_have_text("Show 1,000 more units (1,600 not shown)")
+    rows = page.locator("#ledger tbody tr")
+    expect(rows).to_have_count(1_000)
+    ledger_size = page.locator("#ledger-count").inner_text().split(" of ")[1].split(" ")[0]
+    expect(page.locator("#ledger-count")).to_have_text(
+        f"{ledger_size} of {ledger_size} rows match; showing the first 1,000."
+    )
+    page.click("#more-rows")
+    expect(rows).to_have_count(min(2_000, int(ledger_size.replace(",", ""))))
+
+    # Selecting y renders the list through its supporting units, which were not shown yet.
+    page.select_option("#ledger-kind", "state")
+    page.click('#ledger tbody tr[data-kind="state"][data-key="y"] .row-select')
+    assert laptop.unit_ids(".unit.linked") == ["u2100", "u2500"]
+    expect(units).to_have_count(2_501)
+    expect(more_units).to_have_text("Show 99 more units (99 not shown)")
+    more_units.click()
+    expect(units).to_have_count(2_600)
+    expect(more_units).to_be_hidden()
 
 
 def test_keyboard_only_compile_and_row_selection(laptop: Session) -> None:

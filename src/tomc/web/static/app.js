@@ -37,6 +37,8 @@
     ledgerIncluded: $("ledger-included"),
     ledgerCount: $("ledger-count"),
     ledgerBody: document.querySelector("#ledger tbody"),
+    moreUnits: $("more-units"),
+    moreRows: $("more-rows"),
   };
 
   const KNOWN_KINDS = ["state", "relation", "count", "source"];
@@ -44,6 +46,11 @@
     maxChars: 200000,
     result: null,
     selectedRow: null, // index into result.ledger
+    linked: new Set(), // unit ids supporting the selected row
+    unitPosition: new Map(), // unit id -> position in result.sources
+    unitsShown: 0,
+    matching: [], // ledger indexes that pass the filter
+    rowsShown: 0,
     inFlight: null, // AbortController of the running compile
   };
 
@@ -279,7 +286,9 @@
     renderTokens(result);
     els.memory.textContent = result.compiled_memory || "(empty: nothing fitted the budget)";
     els.copyStatus.textContent = "";
-    renderSources(result.sources);
+    state.linked = new Set();
+    state.unitPosition = new Map(result.sources.map((unit, i) => [unit.id, i]));
+    renderSources();
     renderKindOptions(result.ledger);
     renderLedger();
     els.selectionNote.textContent =
@@ -367,25 +376,46 @@
   }
 
   const STATUS_LABEL = { kept: "kept", record: "in a record", omitted: "left out" };
+  // A 200,000-character history can have tens of thousands of one-word lines. Building a list
+  // item and a table row for each at once freezes the page for many seconds, so both lists
+  // render a page at a time; the filter and "show more" reach the rest.
+  const PAGE = 1000;
 
-  function renderSources(units) {
-    const frag = document.createDocumentFragment();
-    for (const unit of units) {
-      const li = el("li", `unit ${unit.status}`);
-      li.id = `unit-${unit.id}`;
-      li.dataset.id = unit.id;
-      li.dataset.status = unit.status;
-      li.append(el("span", "unit-id", unit.id));
-      const text = el("span", "unit-text", unit.text);
-      li.append(text);
-      const meta = el("span", "unit-meta");
-      if (unit.role) meta.append(el("span", "unit-role", unit.role));
-      meta.append(`${STATUS_LABEL[unit.status] || unit.status}: ${unit.reason}`);
-      li.append(meta);
-      frag.append(li);
-    }
+  function unitItem(unit) {
+    const li = el("li", `unit ${unit.status}`);
+    li.id = `unit-${unit.id}`;
+    li.dataset.id = unit.id;
+    li.dataset.status = unit.status;
+    if (state.linked.has(unit.id)) li.classList.add("linked");
+    li.append(el("span", "unit-id", unit.id));
+    li.append(el("span", "unit-text", unit.text));
+    const meta = el("span", "unit-meta");
+    if (unit.role) meta.append(el("span", "unit-role", unit.role));
+    meta.append(`${STATUS_LABEL[unit.status] || unit.status}: ${unit.reason}`);
+    li.append(meta);
+    return li;
+  }
+
+  function renderSources() {
     els.sources.textContent = "";
-    els.sources.append(frag);
+    state.unitsShown = 0;
+    showUnitsThrough(PAGE - 1);
+  }
+
+  // Render units up to and including position `last` (0-based), in order.
+  function showUnitsThrough(last) {
+    const units = state.result.sources;
+    const end = Math.min(units.length, last + 1);
+    if (end > state.unitsShown) {
+      const frag = document.createDocumentFragment();
+      for (let i = state.unitsShown; i < end; i += 1) frag.append(unitItem(units[i]));
+      els.sources.append(frag);
+      state.unitsShown = end;
+    }
+    const hidden = units.length - state.unitsShown;
+    els.moreUnits.hidden = hidden === 0;
+    els.moreUnits.textContent =
+      `Show ${fmt(Math.min(PAGE, hidden))} more units (${fmt(hidden)} not shown)`;
   }
 
   function renderKindOptions(ledger) {
@@ -412,39 +442,60 @@
     return hay.toLowerCase().includes(needle);
   }
 
+  function ledgerRow(row, index) {
+    const tr = el("tr", row.included ? "included" : "excluded");
+    tr.dataset.index = String(index);
+    tr.dataset.kind = row.kind;
+    tr.dataset.key = row.key;
+    const selected = index === state.selectedRow;
+    if (selected) tr.classList.add("selected");
+    tr.append(cell("kind", "kind", row.kind));
+    const keyCell = cell("key", "key");
+    const button = el("button", "row-select", row.key);
+    button.type = "button";
+    button.setAttribute("aria-pressed", selected ? "true" : "false");
+    button.title = row.text;
+    keyCell.append(button);
+    tr.append(keyCell);
+    tr.append(cell("value", "value", row.value));
+    tr.append(cell("num", "tokens", fmt(row.tokens)));
+    tr.append(cell("inc", "included", row.included ? "yes" : "no"));
+    tr.append(cell("reason", "reason", row.reason));
+    return tr;
+  }
+
   function renderLedger() {
     const result = state.result;
     if (!result) return;
     const needle = els.ledgerFilter.value.trim().toLowerCase();
     const kind = els.ledgerKind.value;
     const included = els.ledgerIncluded.value;
-    const frag = document.createDocumentFragment();
-    let shown = 0;
+    state.matching = [];
     result.ledger.forEach((row, index) => {
-      if (!rowMatches(row, needle, kind, included)) return;
-      shown += 1;
-      const tr = el("tr", row.included ? "included" : "excluded");
-      tr.dataset.index = String(index);
-      tr.dataset.kind = row.kind;
-      tr.dataset.key = row.key;
-      if (index === state.selectedRow) tr.classList.add("selected");
-      tr.append(cell("kind", "kind", row.kind));
-      const keyCell = cell("key", "key");
-      const button = el("button", "row-select", row.key);
-      button.type = "button";
-      button.setAttribute("aria-pressed", index === state.selectedRow ? "true" : "false");
-      button.title = row.text;
-      keyCell.append(button);
-      tr.append(keyCell);
-      tr.append(cell("value", "value", row.value));
-      tr.append(cell("num", "tokens", fmt(row.tokens)));
-      tr.append(cell("inc", "included", row.included ? "yes" : "no"));
-      tr.append(cell("reason", "reason", row.reason));
-      frag.append(tr);
+      if (rowMatches(row, needle, kind, included)) state.matching.push(index);
     });
     els.ledgerBody.textContent = "";
+    state.rowsShown = 0;
+    showMoreRows();
+  }
+
+  function showMoreRows() {
+    const ledger = state.result.ledger;
+    const end = Math.min(state.matching.length, state.rowsShown + PAGE);
+    const frag = document.createDocumentFragment();
+    for (let i = state.rowsShown; i < end; i += 1) {
+      const index = state.matching[i];
+      frag.append(ledgerRow(ledger[index], index));
+    }
     els.ledgerBody.append(frag);
-    els.ledgerCount.textContent = `Showing ${fmt(shown)} of ${fmt(result.ledger.length)} rows.`;
+    state.rowsShown = end;
+    const matched = state.matching.length;
+    const hidden = matched - end;
+    els.ledgerCount.textContent =
+      `${fmt(matched)} of ${fmt(ledger.length)} rows match` +
+      (hidden ? `; showing the first ${fmt(end)}.` : ".");
+    els.moreRows.hidden = hidden === 0;
+    els.moreRows.textContent = `Show ${fmt(Math.min(PAGE, hidden))} more rows`;
   }
 
   function selectRow(index) {
@@ -457,6 +508,7 @@
       tr.querySelector(".row-select").setAttribute("aria-pressed", on ? "true" : "false");
     }
     for (const li of els.sources.querySelectorAll(".unit.linked")) li.classList.remove("linked");
+    state.linked = new Set();
     if (state.selectedRow === null) {
       els.selectionNote.textContent =
         "Select a ledger row to highlight the source units that support it.";
@@ -464,6 +516,11 @@
     }
     const row = result.ledger[state.selectedRow];
     const ids = row.source_ids;
+    state.linked = new Set(ids);
+    // A supporting unit may lie beyond the units rendered so far: render through it.
+    let last = -1;
+    for (const id of ids) last = Math.max(last, state.unitPosition.get(id) ?? -1);
+    showUnitsThrough(last);
     let first = null;
     for (const id of ids) {
       const li = document.getElementById(`unit-${id}`);
@@ -551,6 +608,8 @@
     const tr = event.target.closest("tr");
     if (tr && tr.dataset.index !== undefined) selectRow(Number(tr.dataset.index));
   });
+  els.moreUnits.addEventListener("click", () => showUnitsThrough(state.unitsShown + PAGE - 1));
+  els.moreRows.addEventListener("click", showMoreRows);
   els.ledgerFilter.addEventListener("input", renderLedger);
   els.ledgerKind.addEventListener("change", renderLedger);
   els.ledgerIncluded.addEventListener("change", renderLedger);
