@@ -228,5 +228,28 @@ def notebook_export_command(store, names: tuple[str, ...], output) -> None:
     output.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
+@main.command("simulate")
+@click.option("--quick", is_flag=True, help="Smaller workloads (about half a minute).")
+@click.option(
+    "--locomo",
+    type=click.Path(dir_okay=False),
+    default="../shared/data/locomo10.json",
+    show_default=True,
+    help="LoCoMo file replayed as chats, read at run time; skipped with a note if missing.",
+)
+@click.option("--no-locomo", is_flag=True, help="Only the synthetic agent sessions.")
+@click.option("--json", "as_json", is_flag=True, help="Print rows, goals and notes as JSON.")
+def simulate_command(quick: bool, locomo: str, no_locomo: bool, as_json: bool) -> None:
+    """Price full history, stable and cadence policies under provider prompt caching."""
+    from .chat.simulate import report_json, simulate  # lazy: only this command needs it
+
+    report = simulate(
+        quick=quick,
+        locomo=None if no_locomo else locomo,
+        progress=lambda label: click.echo(f"replaying {label}", err=True),
+    )
+    click.echo(report_json(report) if as_json else report.to_markdown())
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
