@@ -141,11 +141,14 @@ def join_relations(
         }
     paths: list[tuple[int, ...]] = []
     exceeded = False
-    stack: list[tuple[int, ...]] = [
-        (index,)
-        for index in reversed(range(len(keys)))
+    starts = [
+        index
+        for index in range(len(keys))
         if keys[index][1] == wanted[0] and keys[index][0] in viable[0]  # type: ignore[operator]
     ]
+    preferred = {_norm(node) for node in prefer}
+    starts.sort(key=lambda index: keys[index][0] not in preferred)  # stable
+    stack: list[tuple[int, ...]] = [(index,) for index in reversed(starts)]
     while stack:
         path = stack.pop()
         depth = len(path)
