@@ -314,7 +314,9 @@ class InspectorHandler(BaseHTTPRequestHandler):
         try:
             if path == "/api/compile":
                 self._compile()
-            elif path in self._get_routes() or path.startswith("/static/"):
+                return
+            self._discard_body()
+            if path in self._get_routes() or path.startswith("/static/"):
                 self._method_not_allowed("GET, HEAD")
             else:
                 self._not_found(path)
@@ -323,6 +325,7 @@ class InspectorHandler(BaseHTTPRequestHandler):
 
     def _refuse_method(self) -> None:
         path = urlsplit(self.path).path
+        self._discard_body()
         self._method_not_allowed("POST" if path == "/api/compile" else "GET, HEAD")
 
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse_method
@@ -353,6 +356,16 @@ class InspectorHandler(BaseHTTPRequestHandler):
                 self._not_found(path)
         except Exception:
             self._internal_error()
+
+    def _discard_body(self) -> None:
+        """Read and drop a small body this request will not use, so the reply is not reset."""
+        self.close_connection = True
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            return
+        if 0 < length <= MAX_BODY_BYTES:
+            self.rfile.read(length)
 
     # ---- endpoints ------------------------------------------------------------------------
     def _static(self, name: str) -> None:
