@@ -8,6 +8,7 @@ EXPECTED = {
     "RECORD_SHARE",
     "STRATEGIES",
     "UNKNOWN",
+    "AutomaticChatSession",
     "BpeCounter",
     "BudgetError",
     "CompileResult",

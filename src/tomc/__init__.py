@@ -8,6 +8,7 @@ STATE A = 8 (u2)
 """
 
 from .budget import default_budget
+from .chat import AutomaticChatSession
 from .compiler import CAPS, RECORD_SHARE, STRATEGIES, compile_memory
 from .counters import BpeCounter, LexicalCounter, TokenCounter, get_counter
 from .errors import (
@@ -30,6 +31,7 @@ __all__ = [
     "RECORD_SHARE",
     "STRATEGIES",
     "UNKNOWN",
+    "AutomaticChatSession",
     "BpeCounter",
     "BudgetError",
     "CompileResult",
