@@ -6,6 +6,7 @@ contain for the answer to count as retained.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from dataclasses import dataclass, field
@@ -105,7 +106,9 @@ def _noise(rng: random.Random) -> str:
     )
 
 
-def variable_tracking(hops: int, noise_lines: int, seed: int = 0, reassign: bool = False) -> Case:
+def variable_tracking(
+    hops: int, noise_lines: int, seed: int = 0, reassign: bool = False, distractors: int = 8
+) -> Case:
     """RULER variable tracking: ``VAR X = 12345`` then ``hops`` copies, spread through noise.
 
     ``reassign`` is our harder variant: the root is reassigned after the chain was copied, so
@@ -125,6 +128,13 @@ def variable_tracking(hops: int, noise_lines: int, seed: int = 0, reassign: bool
     chain.append(f"VAR {names[-1]} = {distractor}.")
     if reassign:
         chain.append(f"VAR {names[0]} = {rng.randrange(10_000, 99_999)}.")
+    # Distractor chains (as in RULER's multi-chain setting) make every VAR line look alike.
+    for _ in range(distractors):
+        other = ["".join(rng.choice(letters) for _ in range(5)) for _ in range(hops + 1)]
+        other = [name for name in other if name not in names]
+        if other:
+            chain.append(f"VAR {other[0]} = {rng.randrange(10_000, 99_999)}.")
+            chain += [f"VAR {b} = VAR {a}." for a, b in itertools.pairwise(other)]
     lines = [_noise(rng) for _ in range(noise_lines)]
     positions = sorted(rng.sample(range(noise_lines + len(chain)), len(chain)))
     for pos, line in zip(positions, chain, strict=True):

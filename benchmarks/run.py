@@ -1,0 +1,322 @@
+"""The benchmark suite: speed, scale and answer retention beside the baselines, in one command.
+
+    python -m benchmarks.run [--quick]      (or: make bench / make bench-quick)
+
+Writes benchmarks/RESULTS.md and PNG plots. Figures are whole-compile wall times on this
+machine (best of several runs); they are CPU/compiler timings, not provider latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+from tqdm import tqdm
+
+import tomc
+from benchmarks import baselines, locomo, workloads
+from tomc.counters import LEXICAL_PATTERN
+
+OUT = Path(__file__).resolve().parent
+STRATEGIES = ("tomc", "tomc_raw", "rag", "auto")
+METHODS = (*STRATEGIES, "recency", "bm25s")
+SHARES = (0.1, 0.2, 0.4, 0.8)
+
+
+def best_time(fn: Callable[[], object], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def speed(sizes: list[int], repeat: int) -> list[dict]:
+    rows = []
+    for size in tqdm(sizes, desc="speed", file=sys.stderr):
+        case = workloads.state_log(size)
+        lines = baselines.lines_of(case.history)
+        budget = int(0.8 * size)
+        floor = best_time(lambda c=case: LEXICAL_PATTERN.findall(c.history), repeat)
+        compile_s = best_time(
+            lambda c=case, b=budget: tomc.compile_memory(c.history, c.task, budget_tokens=b), repeat
+        )
+        bm25s_s = best_time(
+            lambda ls=lines, c=case, b=budget: baselines.bm25s_select(ls, c.task, b),
+            max(1, repeat // 2),
+        )
+        probe = subprocess.run(
+            [sys.executable, "-m", "benchmarks.rss_probe", str(size)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=OUT.parent,
+        )
+        rss = json.loads(probe.stdout)
+        rows.append(
+            {
+                "tokens": size,
+                "chars": len(case.history),
+                "floor_s": floor,
+                "compile_s": compile_s,
+                "bm25s_s": bm25s_s,
+                "x_floor": compile_s / floor,
+                "x_bm25s": compile_s / bm25s_s,
+                "peak_mb": rss["peak_mb"],
+                "retained": rss["ok"],
+            }
+        )
+    return rows
+
+
+def memory_for(method: str, case: workloads.Case, lines: list[str], budget: int) -> str:
+    if method == "recency":
+        return baselines.recency_truncation(lines, budget)
+    if method == "bm25s":
+        return baselines.bm25s_select(lines, case.task, budget)
+    return tomc.compile_memory(
+        case.history, case.task, budget_tokens=budget, strategy=method
+    ).compiled_memory
+
+
+def retention_cases(quick: bool) -> list[workloads.Case]:
+    seeds = range(2 if quick else 5)
+    cases = []
+    for seed in seeds:
+        cases.append(workloads.state_log(20_000 if quick else 100_000, seed))
+        for hops in (1, 4, 10) if quick else range(1, 11):
+            cases.append(workloads.variable_tracking(hops, 300, seed))
+            cases.append(workloads.variable_tracking(hops, 300, seed, reassign=True))
+        cases.append(workloads.counting(400, seed))
+        cases.append(workloads.counting(400, seed, chinese=True))
+        cases.append(workloads.common_words(900, seed))
+        for labels in (2, 3, 4):
+            cases.append(workloads.relation_chains(40, labels, seed))
+    return cases
+
+
+def retention(quick: bool) -> dict:
+    table: dict[tuple[str, str, float], list[bool]] = defaultdict(list)
+    cases = retention_cases(quick)
+    for case in tqdm(cases, desc="retention", file=sys.stderr):
+        lines = baselines.lines_of(case.history)
+        size = tomc.LexicalCounter().count(case.history)
+        for share in SHARES:
+            budget = int(share * size)
+            for method in METHODS:
+                table[(case.family, method, share)].append(
+                    case.retained(memory_for(method, case, lines, budget))
+                )
+    return table
+
+
+def locomo_recall(quick: bool) -> tuple[dict, int, int]:
+    conversations, questions, skipped = locomo.load()
+    if quick:
+        questions = questions[::8]
+    budgets = (1000, 2000, 4000, 8000)
+    methods = ("tomc_raw", "rag", "auto", "recency", "bm25s")
+    scores: dict[tuple[str, int, int], list[float]] = defaultdict(list)
+    indexes: dict[int, object] = {}
+    for q in tqdm(questions, desc="locomo", file=sys.stderr):
+        conv = conversations[q.conversation]
+        history = "\n".join(conv.turns)
+        lines = list(conv.turns)
+        if q.conversation not in indexes:
+            indexes[q.conversation] = baselines.bm25s_index(lines)
+        for budget in budgets:
+            for method in methods:
+                if method == "recency":
+                    memory = baselines.recency_truncation(lines, budget)
+                elif method == "bm25s":
+                    memory = baselines.bm25s_select(
+                        lines, q.question, budget, indexes[q.conversation]
+                    )
+                else:
+                    memory = tomc.compile_memory(
+                        history, q.question, budget_tokens=budget, strategy=method
+                    ).compiled_memory
+                scores[(method, budget, q.category)].append(locomo.recall(memory, conv, q))
+    return scores, len(questions), skipped
+
+
+def plot_latency(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["tokens"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.loglog(x, [r["compile_s"] for r in rows], "o-", label="tomc_raw compile (80% budget)")
+    ax.loglog(x, [r["floor_s"] for r in rows], "s--", label="floor: one lexical regex pass")
+    ax.loglog(x, [r["bm25s_s"] for r in rows], "^-", label="bm25s index + query + pack")
+    ax.set_xlabel("history size (lexical tokens)")
+    ax.set_ylabel("seconds (best of runs)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_retention(table: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    families = sorted({family for family, _, _ in table})
+    cols = 4
+    rows = (len(families) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), squeeze=False)
+    for ax, family in zip(axes.flat, families, strict=False):
+        for method in METHODS:
+            ys = [statistics.mean(table[(family, method, s)]) for s in SHARES]
+            ax.plot([int(s * 100) for s in SHARES], ys, marker="o", label=method)
+        ax.set_title(family)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlabel("budget (% of history)")
+    for ax in list(axes.flat)[len(families) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def simulator_section(quick: bool) -> list[str]:
+    from tomc.chat.simulate import simulate
+
+    report = simulate(quick=quick, locomo=locomo.DEFAULT_PATH)
+    return [
+        "Produced by the same run (`tomc simulate` prints it alone).",
+        "",
+        *report.to_markdown().splitlines(),
+    ]
+
+
+def render(speed_rows, table, loco, n_questions, skipped, sim_lines, quick, elapsed) -> str:
+    out = [
+        "# Benchmark results",
+        "",
+        f"Produced by `python -m benchmarks.run{' --quick' if quick else ''}` on "
+        f"{platform.machine()} ({platform.python_implementation()} {platform.python_version()}), "
+        f"2 cores; whole run {elapsed:.0f} s. Times are the best of several runs of one "
+        "compilation in-process: CPU/compiler timings, not provider latency or billing.",
+        "",
+        "## Speed and scale (state/log fixture, `tomc_raw`, 80% budget)",
+        "",
+        "The floor is one pass of the lexical tokenizer's regular expression over the same text.",
+        "",
+        "| tokens | chars | floor s | tomc_raw s | x floor | bm25s s | x bm25s | peak RSS MB "
+        "| answer kept |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for r in speed_rows:
+        out.append(
+            f"| {r['tokens']:,} | {r['chars']:,} | {r['floor_s']:.4f} | {r['compile_s']:.4f} | "
+            f"{r['x_floor']:.2f} | {r['bm25s_s']:.4f} | {r['x_bm25s']:.2f} | {r['peak_mb']:.0f} | "
+            f"{'yes' if r['retained'] else 'NO'} |"
+        )
+    by_size = {r["tokens"]: r for r in speed_rows}
+    if 100_000 in by_size and 1_000_000 in by_size:
+        ratio = by_size[1_000_000]["compile_s"] / by_size[100_000]["compile_s"]
+        out += ["", f"time(1M) / time(100K) = {ratio:.1f} (linear would be 10)."]
+    out += [
+        "",
+        "![latency](latency.png)",
+        "",
+        "## Answer retention (synthetic families)",
+        "",
+        "Retained = the memory contains the answer's record (final value, right count, every "
+        "requested path) or every source line needed to derive it. Mean over seeds; budget as a "
+        "share of the history's lexical tokens.",
+        "",
+    ]
+    families = sorted({family for family, _, _ in table})
+    header = "| family | budget | " + " | ".join(METHODS) + " |"
+    out += [header, "|---|---:|" + "---:|" * len(METHODS)]
+    for family in families:
+        for share in SHARES:
+            cells = [f"{statistics.mean(table[(family, m, share)]):.2f}" for m in METHODS]
+            out.append(f"| {family} | {int(share * 100)}% | " + " | ".join(cells) + " |")
+    out += ["", "![retention](retention.png)", ""]
+    out += [
+        "## LoCoMo evidence-turn recall",
+        "",
+        f"{n_questions} questions of categories 1-4 ({skipped} skipped for malformed or missing "
+        "evidence ids); one unit per turn, `[session date] speaker: text`. Recall = share of "
+        "evidence turns whose text is in the memory.",
+        "",
+    ]
+    methods = sorted(
+        {m for m, _, _ in loco}, key=["tomc_raw", "rag", "auto", "bm25s", "recency"].index
+    )
+    budgets = sorted({b for _, b, _ in loco})
+    out += ["| method | categories | " + " | ".join(f"{b:,}" for b in budgets) + " |"]
+    out += ["|---|---|" + "---:|" * len(budgets)]
+    for method in methods:
+        for cats, label in (
+            ((1, 2, 3, 4), "1-4"),
+            ((1,), "1"),
+            ((2,), "2"),
+            ((3,), "3"),
+            ((4,), "4"),
+        ):
+            cells = []
+            for budget in budgets:
+                values = [v for c in cats for v in loco.get((method, budget, c), [])]
+                cells.append(f"{statistics.mean(values):.3f}" if values else "-")
+            out.append(f"| {method} | {label} | " + " | ".join(cells) + " |")
+    out += ["", "## Prompt-cache cost simulation (AutomaticChatSession)", "", *sim_lines, ""]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller sizes and samples (under 2 minutes)"
+    )
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    sizes = [1_000, 10_000, 100_000] if args.quick else [1_000, 10_000, 20_000, 100_000, 1_000_000]
+    speed_rows = speed(sizes, 3 if args.quick else 5)
+    table = retention(args.quick)
+    loco, n_questions, skipped = locomo_recall(args.quick)
+    sim_lines = simulator_section(args.quick)
+    # A quick run writes beside the committed full results, never over them.
+    suffix = "-quick" if args.quick else ""
+    plot_latency(speed_rows, OUT / f"latency{suffix}.png")
+    plot_retention(table, OUT / f"retention{suffix}.png")
+    text = render(
+        speed_rows,
+        table,
+        loco,
+        n_questions,
+        skipped,
+        sim_lines,
+        args.quick,
+        time.perf_counter() - started,
+    )
+    text = text.replace("latency.png", f"latency{suffix}.png").replace(
+        "retention.png", f"retention{suffix}.png"
+    )
+    (OUT / f"RESULTS{suffix}.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
