@@ -368,3 +368,16 @@ def test_relation_cap_keeps_paths_from_the_named_entity() -> None:
     assert result.caps_exceeded["relation"]
     keys = [r.key for r in result.ledger if r.kind == "relation"]
     assert keys[0] == "zed -[to]-> m3 -[to]-> end"
+
+
+def test_relation_rows_relevant_by_named_entity_or_label_on_other_routes() -> None:
+    history = (
+        "rollback_target = staging\nplatform_team -[owns]-> deploy_pipeline\n"
+        "dave -[assigned]-> data_team\nlunch order: pizza"
+    )
+    task = "What is rollback_target? Who owns the deploy pipeline?"
+    result = compile_memory(history, task, strategy="tomc_raw", budget_tokens=200)
+    assert result.route == "state"
+    rows = {r.key: r for r in result.ledger if r.kind == "relation"}
+    assert rows["platform_team -[owns]-> deploy_pipeline"].included
+    assert not rows["dave -[assigned]-> data_team"].included

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -111,9 +112,17 @@ def _state_records(
     ]
 
 
-def _mentions(node: str, task_folded: str, folded_words: set[str]) -> bool:
-    folded = " ".join(node.casefold().split())
-    return folded in folded_words or (" " in folded and folded in task_folded)
+def _spaced(text: str) -> str:
+    """Case-folded, with ``_`` and ``-`` read as spaces: deploy_pipeline ~ "deploy pipeline"."""
+    return " ".join(re.sub(r"[_\-]+", " ", text.casefold()).split())
+
+
+def _mentions(node: str, task_spaced: str, folded_words: set[str]) -> bool:
+    """Whether the task names an entity: as one word, or as a phrase of whole words."""
+    if node.casefold() in folded_words:
+        return True
+    phrase = _spaced(node)
+    return bool(phrase) and f" {phrase} " in f" {task_spaced} "
 
 
 def _relation_records(
@@ -125,11 +134,11 @@ def _relation_records(
     uncapped: bool,
 ) -> tuple[list[_Record], bool]:
     edges = collect_edges(relations)
-    task_folded = " ".join(task.casefold().split())
+    task_spaced = _spaced(re.sub(r"[^\w\s\-]", " ", task))
     if route.labels:
         limit = RELATION_SAFETY_LIMIT if uncapped else CAPS["relation"]
         # Paths from an entity the task names are enumerated first, so the cap keeps them.
-        named_starts = {s for s, _, _, _ in edges if _mentions(s, task_folded, folded_words)}
+        named_starts = {s for s, _, _, _ in edges if _mentions(s, task_spaced, folded_words)}
         paths, hit_limit = join_relations(edges, route.labels, limit, prefer=named_starts)
         exceeded = hit_limit or len(paths) > CAPS["relation"]
         eligible = True
@@ -139,8 +148,11 @@ def _relation_records(
         eligible = route.route == "relation" or strategy == "tomc"
     records = []
     for path in paths:
-        relevant = _mentions(path.nodes[0], task_folded, folded_words) or _mentions(
-            path.nodes[-1], task_folded, folded_words
+        # A named endpoint, or (for single edges) a named label, makes a row relevant.
+        relevant = (
+            _mentions(path.nodes[0], task_spaced, folded_words)
+            or _mentions(path.nodes[-1], task_spaced, folded_words)
+            or (not route.labels and path.labels[0].casefold() in folded_words)
         )
         records.append(
             _Record(
