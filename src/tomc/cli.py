@@ -24,7 +24,9 @@ def _load_history(raw: str) -> str | list:
             data = json.loads(stripped)
         except json.JSONDecodeError:
             return raw
-        if isinstance(data, list) and all(isinstance(m, dict) and "role" in m for m in data):
+        # Any list of objects is chat (as in the web inspector), so a message without a
+        # role gets the compiler's error instead of being compiled as one line of JSON.
+        if isinstance(data, list) and data and all(isinstance(m, dict) for m in data):
             return data
     return raw
 
@@ -81,8 +83,9 @@ def compile_command(
             "TOMC compiles text histories"
         ) from None
     try:
+        # The limit counts what was submitted, as the web page and MCP server do.
+        check_interactive_size(raw, task, max_chars or None)
         history = _load_history(raw)
-        check_interactive_size(history, task, max_chars or None)
         result = compile_memory(
             history,
             task,
