@@ -262,7 +262,7 @@ def default_workloads(
     fits_turns, over_turns, over_window = (20, 40, 24_000) if quick else (60, 100, 64_000)
     groups = [
         (
-            f"agent, fits 128K ({fits_turns} tasks)",
+            f"agent, window 128K ({fits_turns} tasks)",
             [agent_workload("agent-fits", turns=fits_turns, window=128_000)],
         ),
         (
