@@ -55,6 +55,10 @@ def test_errors_are_messages_not_tracebacks() -> None:
     assert binary.exit_code != 0 and "not UTF-8" in binary.output
     big = runner.invoke(main, ["compile", "-", "-t", "q"], input="word\n" * 50_000)
     assert big.exit_code != 0 and "200,000" in big.output and "--max-chars 0" in big.output
+    nested = runner.invoke(
+        main, ["compile", "-", "-t", "q", "--max-chars", "0"], input="[" * 100_000
+    )
+    assert nested.exit_code == 0 and nested.exception is None  # plain text, not a RecursionError
     lifted = runner.invoke(
         main, ["compile", "-", "-t", "q", "--max-chars", "0", "-b", "10"], input="word\n" * 50_000
     )

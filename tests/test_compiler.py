@@ -381,3 +381,14 @@ def test_relation_rows_relevant_by_named_entity_or_label_on_other_routes() -> No
     rows = {r.key: r for r in result.ledger if r.kind == "relation"}
     assert rows["platform_team -[owns]-> deploy_pipeline"].included
     assert not rows["dave -[assigned]-> data_team"].included
+
+
+def test_detect_chat_messages_reads_only_json_lists_of_objects() -> None:
+    from tomc.sources import detect_chat_messages
+
+    assert detect_chat_messages('[{"role": "user", "content": "hi"}]') == [
+        {"role": "user", "content": "hi"}
+    ]
+    assert detect_chat_messages('[{"content": "no role"}]') == [{"content": "no role"}]
+    for text in ("[10:02] deploy done", "[1, 2]", "[]", "plain", "[" * 100_000):
+        assert detect_chat_messages(text) is None

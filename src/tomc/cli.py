@@ -11,24 +11,9 @@ import click
 from . import __version__
 from .compiler import STRATEGIES, compile_memory
 from .errors import TomcError
-from .sources import MAX_INTERACTIVE_CHARS, check_interactive_size
+from .sources import MAX_INTERACTIVE_CHARS, check_interactive_size, detect_chat_messages
 
 __all__ = ["main"]
-
-
-def _load_history(raw: str) -> str | list:
-    """A JSON list of chat messages is read as chat; anything else is plain lines."""
-    stripped = raw.lstrip()
-    if stripped.startswith("["):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError:
-            return raw
-        # Any list of objects is chat (as in the web inspector), so a message without a
-        # role gets the compiler's error instead of being compiled as one line of JSON.
-        if isinstance(data, list) and data and all(isinstance(m, dict) for m in data):
-            return data
-    return raw
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -85,7 +70,7 @@ def compile_command(
     try:
         # The limit counts what was submitted, as the web page and MCP server do.
         check_interactive_size(raw, task, max_chars or None)
-        history = _load_history(raw)
+        history = detect_chat_messages(raw) or raw
         result = compile_memory(
             history,
             task,

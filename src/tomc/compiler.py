@@ -324,7 +324,7 @@ def compile_memory(
     included_records = [r for r in records if r.included]
     if applied == "unchanged":
         memory = history if isinstance(history, str) else "".join(row + "\n" for row in rows)
-        memory_tokens = input_tokens if isinstance(history, str) else sum(row_tokens)
+        memory_tokens = input_tokens
     else:
         parts = [r.text + "\n" for r in included_records]
         parts.extend(rows[i] + "\n" for i in kept_units)

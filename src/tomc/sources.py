@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ __all__ = [
     "History",
     "SourceTable",
     "check_interactive_size",
+    "detect_chat_messages",
     "read_history",
 ]
 
@@ -141,3 +143,21 @@ def check_interactive_size(
             limit,
             "split the history, or call tomc.compile_memory() from Python, which has no limit",
         )
+
+
+def detect_chat_messages(text: str) -> list[Any] | None:
+    """The chat list a pasted or piped text encodes, or ``None`` when it is plain lines.
+
+    Only a JSON array of objects counts: a log line such as ``[10:02] deploy done`` or a
+    one-line ``[1, 2]`` stays text. Objects without a ``role`` still count, so they get the
+    compiler's error rather than being compiled as one line of JSON.
+    """
+    if not text.lstrip().startswith("["):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # deeply nested brackets are text, not a crash
+        return None
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        return value
+    return None

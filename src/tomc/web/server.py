@@ -30,7 +30,7 @@ from .. import __version__
 from ..compiler import STRATEGIES as _LIBRARY_STRATEGIES
 from ..counters import COUNTER_NAMES
 from ..errors import InputTooLargeError, InvalidHistoryError, TomcError
-from ..sources import MAX_INTERACTIVE_CHARS, check_interactive_size
+from ..sources import MAX_INTERACTIVE_CHARS, check_interactive_size, detect_chat_messages
 
 __all__ = [
     "DEFAULT_HOST",
@@ -131,23 +131,6 @@ def load_example() -> dict[str, Any]:
     }
 
 
-def _detect_messages(text: str) -> list[Any] | None:
-    """The chat list a pasted text encodes, or ``None`` when it is plain lines.
-
-    Only a JSON array of objects counts: a log line such as ``[10:02] deploy done`` or a
-    one-line ``[1, 2]`` stays text, so plain histories are never misread.
-    """
-    if not text.lstrip().startswith("["):
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
-        return value
-    return None
-
-
 def parse_request(body: Any) -> CompileRequest:
     """Validate a decoded ``/api/compile`` body; raise :class:`RequestError` or a TOMC error.
 
@@ -212,7 +195,7 @@ def parse_request(body: Any) -> CompileRequest:
     check_interactive_size(history, task, MAX_INTERACTIVE_CHARS)
     compiled_format = "messages" if isinstance(history, list) else "text"
     if isinstance(history, str) and history_format != "text":
-        messages = _detect_messages(history)
+        messages = detect_chat_messages(history)
         if messages is not None:
             history, compiled_format = messages, "messages"
         elif history_format == "messages":
