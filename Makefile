@@ -1,31 +1,40 @@
 # Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+# The demo needs only the base package; the test suite also needs the dev extras (SDKs,
+# Playwright, hypothesis), so each has its own stamp and `make test` after `make demo` still
+# installs them.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-dev
+BASE_STAMP := $(VENV)/.installed-base
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test lint bench bench-quick clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(BASE_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q --disable-pip-version-check -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+demo: $(BASE_STAMP)
 	$(BIN)/tomc compile examples/project_log.txt \
 		--task "What is the current value of deploy_target?" --budget 120 --inspect
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 
-test: $(STAMP) lint
+test: $(DEV_STAMP) lint
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run
 
-bench-quick: $(STAMP)
+bench-quick: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run --quick
 
 clean:
