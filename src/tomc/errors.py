@@ -1,17 +1,21 @@
 """One exception hierarchy for everything TOMC raises on purpose.
 
-Callers catch :class:`TomcError`; the subclasses say which kind of problem it was so
-adapters can map them (a tool error in MCP, a 400 in the web API, exit code 2 in the CLI).
+Callers catch :class:`TomcError`; the subclasses say which kind of problem it was. Every
+surface maps them through one table, :data:`tomc.service.ERROR_TABLE` (CLI exit code, HTTP
+status, MCP tool error), so the same problem reads the same everywhere.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "BudgetError",
+    "CompiledMemoryRefusedError",
     "CounterUnavailableError",
     "InputTooLargeError",
     "InvalidHistoryError",
     "InvalidOptionError",
+    "NotebookNotFoundError",
+    "NotebookStoreError",
     "TomcError",
 ]
 
@@ -29,12 +33,16 @@ class InvalidOptionError(TomcError, ValueError):
 
 
 class InputTooLargeError(InvalidHistoryError):
-    """Input exceeds the interactive character limit of a surface (CLI, MCP, web)."""
+    """Input exceeds an interactive character limit of a surface (CLI, MCP, web, notebooks).
 
-    def __init__(self, size: int, limit: int, hint: str = "") -> None:
+    ``what`` names the part that is too long (``input``, ``history``, ``task``).
+    """
+
+    def __init__(self, size: int, limit: int, hint: str = "", *, what: str = "input") -> None:
         self.size = size
         self.limit = limit
-        message = f"input has {size:,} characters, over the interactive limit of {limit:,}"
+        self.what = what
+        message = f"{what} has {size:,} characters, over the interactive limit of {limit:,}"
         super().__init__(f"{message}; {hint}" if hint else message)
 
 
@@ -44,3 +52,15 @@ class CounterUnavailableError(TomcError, RuntimeError):
 
 class BudgetError(TomcError, RuntimeError):
     """The packed memory re-counted differently from its rows: refused rather than overrun."""
+
+
+class NotebookNotFoundError(TomcError, LookupError):
+    """The named notebook does not exist."""
+
+
+class CompiledMemoryRefusedError(TomcError, ValueError):
+    """The text to save is a compiled memory, not original source text."""
+
+
+class NotebookStoreError(TomcError, RuntimeError):
+    """The notebook store cannot be used: its folder or database file is unusable."""

@@ -11,15 +11,20 @@ from .errors import InputTooLargeError, InvalidHistoryError
 
 __all__ = [
     "MAX_INTERACTIVE_CHARS",
+    "MAX_TASK_CHARS",
     "History",
     "SourceTable",
     "check_interactive_size",
     "detect_chat_messages",
+    "history_chars",
     "read_history",
 ]
 
-#: Interactive surfaces (CLI by default, MCP, web) refuse input over this many characters.
+#: Interactive surfaces (CLI by default, MCP, web, notebooks) refuse a history over this many
+#: characters (message text only for chat lists).
 MAX_INTERACTIVE_CHARS = 200_000
+#: The task has its own, separate limit, so it never eats into the history's.
+MAX_TASK_CHARS = 10_000
 
 History = str | Sequence[Mapping[str, Any]]
 
@@ -131,17 +136,29 @@ def history_chars(history: History) -> int:
 
 
 def check_interactive_size(
-    history: History, task: str = "", limit: int | None = MAX_INTERACTIVE_CHARS
+    history: History,
+    task: str = "",
+    limit: int | None = MAX_INTERACTIVE_CHARS,
+    *,
+    task_limit: int | None = MAX_TASK_CHARS,
 ) -> None:
-    """Refuse input over ``limit`` characters (``None`` or 0: no limit)."""
-    if not limit:
-        return
-    size = history_chars(history) + len(task or "")
-    if size > limit:
+    """Refuse a history over ``limit`` characters or a task over ``task_limit``.
+
+    ``None`` or 0 lifts a limit. The task does not count against the history's limit: a
+    notebook may hold up to ``limit`` characters and must stay recallable with any task.
+    """
+    if limit:
+        size = history_chars(history)
+        if size > limit:
+            raise InputTooLargeError(
+                size,
+                limit,
+                "split the history, or call tomc.compile_memory() from Python, which has no limit",
+                what="history",
+            )
+    if task_limit and isinstance(task, str) and len(task) > task_limit:
         raise InputTooLargeError(
-            size,
-            limit,
-            "split the history, or call tomc.compile_memory() from Python, which has no limit",
+            len(task), task_limit, "say what the memory is for in fewer words", what="task"
         )
 
 
