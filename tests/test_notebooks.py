@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import textwrap
@@ -11,8 +13,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from tomc.errors import InputTooLargeError, InvalidHistoryError, InvalidOptionError, TomcError
+from tomc.cli import main as cli_main
+from tomc.errors import (
+    InputTooLargeError,
+    InvalidHistoryError,
+    InvalidOptionError,
+    NotebookStoreError,
+    TomcError,
+)
 from tomc.notebooks import (
     DB_FILENAME,
     MIGRATIONS,
@@ -75,7 +85,6 @@ TRICKY_TEXTS = [
     "tabs\tand\u00a0nbsp and \u2028 line separator",
     "中文 history: 部署目标 = 上海\n",
     "emoji 🧪 and combining e\u0301",
-    "NUL inside \x00 is still text",
     "no final newline",
 ]
 
@@ -187,6 +196,36 @@ def test_blank_text_is_refused(store: NotebookStore, text: str) -> None:
 def test_unpaired_surrogate_is_refused(store: NotebookStore) -> None:
     with pytest.raises(InvalidHistoryError, match="not valid Unicode"):
         store.append("nb", "bad \ud800 text")
+
+
+def test_nul_bytes_are_refused_because_recall_could_never_compile_them(
+    store: NotebookStore,
+) -> None:
+    with pytest.raises(InvalidHistoryError, match="NUL byte at character 4"):
+        store.append("nb", "abc \x00 def")
+    assert store.list() == ()
+
+
+@pytest.mark.parametrize(
+    ("entries", "fragment"),
+    [
+        (['[{"a": 1}]'], "no 'role'"),
+        (['[{"role": "user", "content": [{"type": "image_url"}]}]'], "only text parts"),
+        (['[{"role": "user", "content": "\\udc80"}]'], "unpaired surrogate"),
+        (['[{"a":', "1}]"], "no 'role'"),  # each entry alone is text; together, a chat list
+    ],
+)
+def test_text_that_could_not_be_recalled_is_refused(
+    store: NotebookStore, entries: list[str], fragment: str
+) -> None:
+    for text in entries[:-1]:
+        store.append("nb", text)
+    with pytest.raises(InvalidHistoryError, match="could not be recalled") as refused:
+        store.append("nb", entries[-1])
+    assert fragment in str(refused.value)
+    # Nothing of the refused write is left behind.
+    kept = [e.text for e in store.entries("nb")] if len(entries) > 1 else []
+    assert kept == entries[:-1]
 
 
 def test_unknown_mode_is_refused(store: NotebookStore) -> None:
@@ -332,3 +371,76 @@ def test_concurrent_appends_from_several_processes_lose_nothing(tmp_path: Path) 
     for writer in range(writers):
         mine = [t for t in texts if t.startswith(f"writer {writer} ")]
         assert mine == [f"writer {writer} entry {index}" for index in range(appends)]
+
+
+# -- where the store lives -----------------------------------------------------------------
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_store_is_private_to_its_owner(tmp_path: Path) -> None:
+    old_umask = os.umask(0o022)  # the usual umask, which made the file world-readable
+    try:
+        home = tmp_path / "new" / "home"
+        store = NotebookStore(home)
+        store.append("transcript", "user: my password hint is ...")
+        # While another connection reads, SQLite keeps its -wal and -shm files.
+        reader = sqlite3.connect(store.path)
+        try:
+            reader.execute("SELECT COUNT(*) FROM entries").fetchone()
+            store.append("transcript", "more")
+            assert _mode(home) == 0o700
+            assert _mode(store.path) == 0o600
+            for end in ("-wal", "-shm"):
+                assert _mode(Path(f"{store.path}{end}")) == 0o600, end
+        finally:
+            reader.close()
+    finally:
+        os.umask(old_umask)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_a_store_left_readable_is_made_private(tmp_path: Path) -> None:
+    NotebookStore(tmp_path).append("n", "x")
+    os.chmod(tmp_path / DB_FILENAME, 0o644)
+    assert NotebookStore(tmp_path).text("n") == "x"
+    assert _mode(tmp_path / DB_FILENAME) == 0o600
+
+
+def test_a_file_as_home_is_a_clear_error(tmp_path: Path) -> None:
+    home = tmp_path / "a-file"
+    home.write_text("not a folder")
+    with pytest.raises(NotebookStoreError, match="it is a file, not a folder; set TOMC_HOME"):
+        NotebookStore(home).list()
+    below = home / "sub"
+    with pytest.raises(NotebookStoreError, match=f"cannot create the notebook store {below}"):
+        NotebookStore(below).append("n", "x")
+
+
+def test_a_corrupt_store_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / DB_FILENAME).write_bytes(b"not SQLite at all " * 200)
+    with pytest.raises(NotebookStoreError, match="is not a readable notebook database"):
+        NotebookStore(tmp_path).append("n", "x")
+    assert issubclass(NotebookStoreError, TomcError)
+
+
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() == 0, reason="root ignores file permissions"
+)
+def test_an_unwritable_home_is_a_clear_error(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(NotebookStoreError, match="Permission denied"):
+        NotebookStore(locked / "home").list()
+
+
+def test_cli_names_an_unusable_home_without_a_traceback(tmp_path: Path) -> None:
+    home = tmp_path / "a-file"
+    home.write_text("x")
+    result = CliRunner().invoke(cli_main, ["notebook", "list"], env={"TOMC_HOME": str(home)})
+    assert result.exit_code == 3  # the environment, not the request, is the problem
+    assert f"cannot use {home} for notebooks" in result.output
+    assert "Traceback" not in result.output

@@ -10,6 +10,11 @@ can omit evidence a later task needs.
 Location: ``$TOMC_HOME/notebooks.sqlite3`` if ``TOMC_HOME`` is set, else
 ``notebooks.sqlite3`` in the platform's user data directory for ``tomc``.
 
+Notebooks hold transcripts, so on POSIX the folder is created private (0700) and the database
+file (0600) before SQLite opens it; SQLite gives its -wal and -shm files the database's mode.
+An unusable location (a file where the folder should be, no permission, a file that is not a
+database) is a :class:`~tomc.errors.NotebookStoreError` naming the path and what to do.
+
 Several processes (for example two MCP servers started by different hosts) may share one store.
 The database runs in WAL mode and every write takes SQLite's write lock up front
 (``BEGIN IMMEDIATE``), so concurrent appends are serialised instead of lost, and the per-notebook
@@ -31,7 +36,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import InputTooLargeError, InvalidHistoryError, InvalidOptionError, TomcError
+from .errors import (
+    CompiledMemoryRefusedError,
+    InputTooLargeError,
+    InvalidHistoryError,
+    InvalidOptionError,
+    NotebookNotFoundError,
+    NotebookStoreError,
+)
+from .service import check_recallable
 from .sources import MAX_INTERACTIVE_CHARS
 
 __all__ = [
@@ -42,6 +55,7 @@ __all__ = [
     "NotebookInfo",
     "NotebookNotFoundError",
     "NotebookStore",
+    "NotebookStoreError",
     "default_home",
     "join_entries",
 ]
@@ -54,14 +68,6 @@ SaveMode = Literal["append", "replace"]
 SAVE_MODES: tuple[str, ...] = ("append", "replace")
 # Enough to recognise any memory a recent session could paste back, small enough to stay cheap.
 MAX_FINGERPRINTS = 10_000
-
-
-class NotebookNotFoundError(TomcError, LookupError):
-    """The named notebook does not exist."""
-
-
-class CompiledMemoryRefusedError(TomcError, ValueError):
-    """The text to save is a compiled memory, not original source text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,14 +212,70 @@ class NotebookStore:
         self._busy_timeout_s = busy_timeout_s
         self._schema_ready = False
         self._schema_lock = threading.Lock()
+        self._location_ready = False
 
     def __repr__(self) -> str:
         return f"NotebookStore({str(self.path)!r})"
 
     # -- connections and schema ------------------------------------------------------------
 
+    def _prepare_location(self) -> None:
+        """Create the folder (0700) and the database file (0600) before SQLite opens it.
+
+        SQLite creates the -wal and -shm files with the database file's mode, so they are
+        private too. A store left readable by an older version is made private on first use.
+        """
+        if self._location_ready:
+            return
+        home = self.home
+        if home.exists() and not home.is_dir():
+            raise NotebookStoreError(
+                f"cannot use {home} for notebooks: it is a file, not a folder; set {HOME_ENV} "
+                "(or --home) to a folder"
+            )
+        try:
+            if not home.is_dir():
+                home.mkdir(mode=0o700, parents=True, exist_ok=True)
+                if os.name == "posix":
+                    os.chmod(home, 0o700)  # the umask can only take bits away; be exact
+            if os.name == "posix":
+                if not self.path.exists():
+                    try:
+                        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+                    except FileExistsError:  # another process created it first
+                        pass
+                owner = os.getuid()
+                for path in (self.path, *(Path(f"{self.path}{end}") for end in ("-wal", "-shm"))):
+                    if path.exists():
+                        info = path.stat()
+                        if info.st_uid == owner and info.st_mode & 0o077:
+                            os.chmod(path, 0o600)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise NotebookStoreError(
+                f"cannot create the notebook store {self.path}: {reason}; set {HOME_ENV} "
+                "(or --home) to a folder you can write"
+            ) from exc
+        self._location_ready = True
+
+    def _store_error(self, exc: sqlite3.Error) -> NotebookStoreError:
+        text = str(exc)
+        if "not a database" in text or "malformed" in text:
+            problem = f"is not a readable notebook database ({text})"
+            advice = f"move the file aside, or set {HOME_ENV} (or --home) to another folder"
+        elif "unable to open" in text or "readonly" in text or "read-only" in text:
+            problem = f"cannot be opened for writing ({text})"
+            advice = f"check the permissions of {self.home}, or set {HOME_ENV} to another folder"
+        elif "locked" in text or "busy" in text:
+            problem = f"stayed locked by another process ({text})"
+            advice = "try again when the other TOMC process has finished writing"
+        else:
+            problem = f"failed ({text})"
+            advice = f"check the file, or set {HOME_ENV} (or --home) to another folder"
+        return NotebookStoreError(f"the notebook store {self.path} {problem}; {advice}")
+
     def _open(self) -> sqlite3.Connection:
-        self.home.mkdir(parents=True, exist_ok=True)
+        self._prepare_location()
         # Autocommit mode: transactions are opened explicitly with BEGIN IMMEDIATE below.
         conn = sqlite3.connect(self.path, timeout=self._busy_timeout_s, isolation_level=None)
         try:
@@ -240,14 +302,19 @@ class NotebookStore:
             if str(mode).lower() == "wal":
                 return
             time.sleep(0.02 * (attempt + 1))
-        raise TomcError(
+        raise NotebookStoreError(
             f"could not switch the notebook store {self.path} to WAL mode; "
             f"check that the directory is writable and on a local file system"
         )
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = self._open()
+        # Every SQLite failure, opening or in a statement, becomes a NotebookStoreError that
+        # names the file: a corrupt or unreadable store must not surface as a traceback.
+        try:
+            conn = self._open()
+        except sqlite3.Error as exc:
+            raise self._store_error(exc) from exc
         try:
             if not self._schema_ready:
                 with self._schema_lock:
@@ -255,6 +322,8 @@ class NotebookStore:
                         self._migrate(conn)
                         self._schema_ready = True
             yield conn
+        except sqlite3.Error as exc:
+            raise self._store_error(exc) from exc
         finally:
             conn.close()
 
@@ -279,7 +348,7 @@ class NotebookStore:
             # Re-read under the lock: another process may have migrated in the meantime.
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise TomcError(
+                raise NotebookStoreError(
                     f"the notebook store {self.path} has schema version {version}, newer than "
                     f"this TOMC understands ({SCHEMA_VERSION}); upgrade tomc or set "
                     f"{HOME_ENV} to another directory"
@@ -312,6 +381,13 @@ class NotebookStore:
             raise InvalidHistoryError(f"text must be a string, not {type(text).__name__}")
         if not text.strip():
             raise InvalidHistoryError("text is empty or only whitespace: there is nothing to save")
+        nul = text.find("\x00")
+        if nul >= 0:
+            # The compiler refuses NUL as binary data, so such a notebook could never be recalled.
+            raise InvalidHistoryError(
+                f"text contains a NUL byte at character {nul}; notebooks keep text histories, "
+                "so remove the NUL bytes (binary data cannot be compiled)"
+            )
         try:
             return text.encode("utf-8")
         except UnicodeEncodeError as exc:
@@ -349,20 +425,32 @@ class NotebookStore:
                 notebook_id = row[0]
                 if mode == "replace":
                     conn.execute("DELETE FROM entries WHERE notebook_id = ?", (notebook_id,))
-            used, last_seq = conn.execute(
-                "SELECT COALESCE(SUM(chars), 0), COALESCE(MAX(seq), 0) FROM entries "
-                "WHERE notebook_id = ?",
-                (notebook_id,),
-            ).fetchone()
-            # One newline may be inserted between entries on recall; count it against the cap.
-            total = used + chars + (1 if used else 0)
-            if self.max_chars is not None and total > self.max_chars:
+            earlier = [
+                bytes(body).decode("utf-8")
+                for (body,) in conn.execute(
+                    "SELECT body FROM entries WHERE notebook_id = ? ORDER BY seq", (notebook_id,)
+                )
+            ]
+            # Recall reads exactly this text, so the checks that recall makes are made here:
+            # a notebook that was saved can always be recalled.
+            history = join_entries([*earlier, text])
+            if self.max_chars is not None and len(history) > self.max_chars:
                 raise InputTooLargeError(
-                    total,
+                    len(history),
                     self.max_chars,
                     f"notebook {name!r} would exceed it; save into a new notebook, or use "
                     "mode='replace' with a shorter text",
+                    what="notebook",
                 )
+            try:
+                check_recallable(history)
+            except InvalidHistoryError as exc:
+                raise InvalidHistoryError(
+                    f"notebook {name!r} could not be recalled with this text: {exc}"
+                ) from exc
+            last_seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM entries WHERE notebook_id = ?", (notebook_id,)
+            ).fetchone()[0]
             seq = last_seq + 1
             conn.execute(
                 "INSERT INTO entries (notebook_id, seq, body, chars, size_bytes, sha256, "
