@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tomc.cli import main
@@ -26,8 +28,13 @@ def test_compile_prints_memory_and_inspector() -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("STATE deploy_target = production (u11)")
+    # The memory comes first, under its own heading, then the inspector with its legend.
+    assert re.match(
+        r"MEMORY \(\d+ of 80 tokens\)\nSTATE deploy_target = production \(u11\)\n", result.output
+    )
     assert "SOURCE UNITS" in result.output and "LEDGER" in result.output
+    assert "[-] for a plain-text history" in result.output
+    assert "     u0 [-] " in result.output
 
 
 def test_compile_json_from_stdin_chat_messages() -> None:
@@ -54,7 +61,7 @@ def test_errors_are_messages_not_tracebacks() -> None:
     binary = runner.invoke(main, ["compile", "-", "-t", "q"], input=b"\xff\xfe\x00garbage")
     assert binary.exit_code != 0 and "not UTF-8" in binary.output
     big = runner.invoke(main, ["compile", "-", "-t", "q"], input="word\n" * 50_000)
-    assert big.exit_code != 0 and "200,000" in big.output and "--max-chars 0" in big.output
+    assert big.exit_code == 1 and "200,000" in big.output and "--max-chars 0" in big.output
     nested = runner.invoke(
         main, ["compile", "-", "-t", "q", "--max-chars", "0"], input="[" * 100_000
     )
@@ -86,3 +93,73 @@ def test_console_script_runs_as_a_process() -> None:
     assert (
         "RELATION alice -[assigned]-> release-team -[owns]-> deploy-pipeline (u2,u3)" in proc.stdout
     )
+
+
+def test_the_limit_counts_the_history_and_the_task_has_its_own() -> None:
+    runner = CliRunner()
+    at_limit = ("x = 1\n" * 40_000)[:200_000]
+    fits = runner.invoke(main, ["compile", "-", "-t", "x?" * 100, "-b", "5"], input=at_limit)
+    assert fits.exit_code == 0, fits.output
+    long_task = runner.invoke(main, ["compile", "-", "-t", "x" * 10_001], input="x = 1")
+    assert long_task.exit_code == 1
+    assert "task has 10,001 characters" in long_task.output
+    assert "--max-chars" not in long_task.output  # the hint is for the history's limit only
+
+
+@pytest.mark.parametrize("budget", ["1" + "0" * 400, str(10**12 + 1)])
+def test_absurd_budgets_are_refused_in_words(budget: str) -> None:
+    result = CliRunner().invoke(main, ["compile", "-", "-t", "a?", "-b", budget], input="a = 1")
+    assert result.exit_code == 1
+    assert "budget_tokens must be at most 1,000,000,000,000" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output and "OverflowError" not in result.output
+
+
+def test_negative_max_chars_is_refused() -> None:
+    result = CliRunner().invoke(main, ["compile", "-", "-t", "a?", "--max-chars", "-1"], input="a")
+    assert result.exit_code == 2
+    assert "--max-chars" in result.output and "-1 is not in the range x>=0" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "history", "why"),
+    [
+        (["-b", "0"], "a = 1\nb = 2", "the budget is 0 tokens"),
+        (["-b", "3"], "one two three four five six seven", "the smallest candidate needs"),
+        (["-b", "50", "-s", "tomc"], "just chatter\nnothing typed", "keeps typed records only"),
+    ],
+)
+def test_an_empty_memory_is_explained_on_stderr(args: list[str], history: str, why: str) -> None:
+    result = CliRunner().invoke(main, ["compile", "-", "-t", "what?", *args], input=history)
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert "the compiled memory is empty" in result.stderr and why in result.stderr
+
+
+def test_a_lone_surrogate_in_a_chat_list_is_written_not_a_traceback() -> None:
+    history = '[{"role": "user", "content": "a = 1\\ud800"}]'
+    result = CliRunner().invoke(main, ["compile", "-", "-t", "a?", "-s", "tomc"], input=history)
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes == b"STATE a = 1\\ud800 (u0)\n"
+
+
+def test_an_unexpected_error_names_its_type_and_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr("tomc.cli.compile_request", broken)
+    result = CliRunner().invoke(main, ["compile", "-", "-t", "a?"], input="a = 1")
+    assert result.exit_code == 4
+    assert "unexpected ZeroDivisionError while compiling the history" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_simulate_names_no_path_outside_the_repository() -> None:
+    from tomc.cli import simulate_command
+
+    locomo = next(p for p in simulate_command.params if p.name == "locomo")
+    assert locomo.default is None
+    source = (Path(__file__).resolve().parents[1] / "src" / "tomc" / "cli.py").read_text()
+    assert "../" not in source and "shared/data" not in source
+    missing = CliRunner().invoke(main, ["simulate", "--quick", "--locomo", "/nonexistent.json"])
+    assert missing.exit_code == 2 and "does not exist" in missing.output

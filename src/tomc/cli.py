@@ -1,19 +1,55 @@
-"""The ``tomc`` command line: a thin layer over the library."""
+"""The ``tomc`` command line: a thin layer over :mod:`tomc.service`.
+
+Errors are reported through :func:`tomc.service.report_error`: a message on stderr and the exit
+code of the service's error table (1 refused input, 3 environment, 4 a bug; 2 is click's usage
+error), never a traceback.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 import click
 
 from . import __version__
-from .compiler import STRATEGIES, compile_memory
-from .errors import TomcError
-from .sources import MAX_INTERACTIVE_CHARS, check_interactive_size, detect_chat_messages
+from .compiler import STRATEGIES
+from .errors import InputTooLargeError
+from .service import (
+    DEFAULT_COUNTER,
+    DEFAULT_STRATEGY,
+    CompileRequest,
+    compile_request,
+    explain_empty,
+    report_error,
+)
+from .sources import MAX_INTERACTIVE_CHARS
 
 __all__ = ["main"]
+
+
+def _fail(exc: Exception, doing: str) -> NoReturn:
+    report = report_error(exc, doing, detail=True)
+    message = report.message
+    if isinstance(exc, InputTooLargeError) and exc.what == "history":
+        message += " (or pass --max-chars 0)"
+    error = click.ClickException(message)
+    error.exit_code = report.exit_code
+    raise error from None
+
+
+@contextmanager
+def _reported(doing: str) -> Iterator[None]:
+    """Report any exception of the block as a message and an exit code, not a traceback."""
+    try:
+        yield
+    except (click.ClickException, click.exceptions.Exit, click.Abort):
+        raise
+    except Exception as exc:
+        _fail(exc, doing)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,22 +69,22 @@ def main() -> None:
     help="Memory budget in tokens (default: 80%→60% of the input).",
 )
 @click.option(
-    "--strategy", "-s", type=click.Choice(STRATEGIES), default="tomc_raw", show_default=True
+    "--strategy", "-s", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY, show_default=True
 )
 @click.option(
     "--counter",
     "-c",
-    default="lexical",
+    default=DEFAULT_COUNTER,
     show_default=True,
     help="lexical, bpe:o200k_base or bpe:cl100k_base.",
 )
 @click.option("--uncapped", is_flag=True, help="Ignore the row caps (comparison mode).")
 @click.option(
     "--max-chars",
-    type=int,
+    type=click.IntRange(min=0),
     default=MAX_INTERACTIVE_CHARS,
     show_default=True,
-    help="Refuse larger input; 0 for no limit.",
+    help="Refuse a longer history; 0 for no limit (the task's own limit is lifted too).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
 @click.option("--inspect", "as_inspect", is_flag=True, help="Print the memory, then the inspector.")
@@ -58,6 +94,7 @@ def compile_command(
     """Compile SOURCE (a file, or - for stdin) for a task and print the memory.
 
     SOURCE is plain text (one source line per nonempty line) or a JSON list of chat messages.
+    An empty memory prints nothing and says why on stderr.
     """
     data = source.read()
     try:
@@ -67,29 +104,27 @@ def compile_command(
             f"{getattr(source, 'name', 'input')} is not UTF-8 text (byte {exc.start}); "
             "TOMC compiles text histories"
         ) from None
-    try:
-        # The limit counts what was submitted, as the web page and MCP server do.
-        check_interactive_size(raw, task, max_chars or None)
-        history = detect_chat_messages(raw) or raw
-        result = compile_memory(
-            history,
-            task,
+    with _reported("compiling the history"):
+        request = CompileRequest(
+            history=raw,
+            task=task,
             budget_tokens=budget,
             strategy=strategy,
             counter=counter,
             uncapped=uncapped,
         )
-    except TomcError as exc:
-        if "interactive limit" in str(exc):
-            raise click.ClickException(f"{exc} (or pass --max-chars 0)") from None
-        raise click.ClickException(str(exc)) from None
-    if as_json:
-        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
-        return
-    click.echo(result.compiled_memory, nl=False)
-    if as_inspect:
-        click.echo("\n" + "=" * 40 + " inspector " + "=" * 40)
-        click.echo(result.inspect(), nl=False)
+        result = compile_request(request, max_chars=max_chars or None).result
+        if as_json:
+            output = json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n"
+        elif as_inspect:
+            output = result.inspect()  # the memory under its heading, then why
+        else:
+            output = result.compiled_memory
+    # Bytes, so a lone surrogate from a JSON chat list is written, not a UnicodeEncodeError.
+    click.echo(output.encode("utf-8", "backslashreplace"), nl=False)
+    empty = explain_empty(result)
+    if empty:
+        click.echo(f"tomc: {empty}", err=True)
 
 
 @main.command("serve")
@@ -100,15 +135,23 @@ def compile_command(
     help="Interface to bind; anything but loopback exposes the inspector to the network.",
 )
 @click.option("--port", "-p", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests for this Host name ('*': any). Loopback names always work; "
+    "others are refused so that no web page can reach the inspector through DNS rebinding.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Log every request, not only errors.")
-def serve_command(host: str, port: int, verbose: bool) -> None:
+def serve_command(host: str, port: int, allow_hosts: tuple[str, ...], verbose: bool) -> None:
     """Serve the web source inspector: paste a history, see what is kept and why."""
     from .web.server import serve  # lazy: the other commands never pay for the web module
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: serving on {host}; anyone who can reach it can use it", err=True)
     try:
-        serve(host, port, verbose=verbose)
+        serve(host, port, verbose=verbose, allowed_hosts=allow_hosts)
     except OSError as exc:  # port taken, address not available
         reason = exc.strerror or exc
         raise click.ClickException(f"cannot serve on {host}:{port}: {reason}") from None
@@ -116,7 +159,7 @@ def serve_command(host: str, port: int, verbose: bool) -> None:
 
 _HOME_OPTION = click.option(
     "--home",
-    type=click.Path(file_okay=False),
+    type=click.Path(),
     envvar="TOMC_HOME",
     default=None,
     help="Notebook store directory (default: $TOMC_HOME, else the user data directory).",
@@ -148,20 +191,12 @@ def notebook_group(ctx: click.Context, home: str | None) -> None:
     ctx.obj = NotebookStore(home)
 
 
-@contextmanager
-def _store_errors():
-    try:
-        yield
-    except TomcError as exc:
-        raise click.ClickException(str(exc)) from None
-
-
 @notebook_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def notebook_list_command(store, as_json: bool) -> None:
     """List notebooks with entry counts, sizes and last write time (UTC)."""
-    with _store_errors():
+    with _reported("listing notebooks"):
         infos = store.list()
     if as_json:
         data = {"store": str(store.path), "notebooks": [i.to_dict() for i in infos]}
@@ -180,7 +215,7 @@ def notebook_list_command(store, as_json: bool) -> None:
 @click.pass_obj
 def notebook_show_command(store, name: str, as_entries: bool) -> None:
     """Print notebook NAME's stored text exactly as saved (entries joined by newlines)."""
-    with _store_errors():
+    with _reported(f"reading notebook {name!r}"):
         if as_entries:
             entries = [entry.to_dict() for entry in store.entries(name)]
             click.echo(json.dumps(entries, ensure_ascii=False, indent=2))
@@ -197,7 +232,7 @@ def notebook_show_command(store, name: str, as_entries: bool) -> None:
 @click.pass_obj
 def notebook_delete_command(store, name: str, yes: bool) -> None:
     """Delete notebook NAME and all its entries."""
-    with _store_errors():
+    with _reported(f"deleting notebook {name!r}"):
         info = store.info(name)
         if not yes:
             click.confirm(f"delete notebook {name!r} ({info.entries} entries)?", abort=True)
@@ -211,7 +246,7 @@ def notebook_delete_command(store, name: str, yes: bool) -> None:
 @click.pass_obj
 def notebook_export_command(store, names: tuple[str, ...], output) -> None:
     """Export notebooks NAMES (default: all) as JSON, every entry verbatim with metadata."""
-    with _store_errors():
+    with _reported("exporting notebooks"):
         data = store.export(list(names) or None)
     output.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
@@ -220,14 +255,15 @@ def notebook_export_command(store, names: tuple[str, ...], output) -> None:
 @click.option("--quick", is_flag=True, help="Smaller workloads (about half a minute).")
 @click.option(
     "--locomo",
-    type=click.Path(dir_okay=False),
-    default="../shared/data/locomo10.json",
-    show_default=True,
-    help="LoCoMo file replayed as chats, read at run time; skipped with a note if missing.",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="A LoCoMo JSON file to replay as chats too (read at run time; the benchmark suite "
+    "passes it). Without it only the synthetic agent sessions run.",
 )
-@click.option("--no-locomo", is_flag=True, help="Only the synthetic agent sessions.")
+# Kept so older scripts still run: without --locomo nothing is replayed anyway.
+@click.option("--no-locomo", is_flag=True, hidden=True)
 @click.option("--json", "as_json", is_flag=True, help="Print rows, goals and notes as JSON.")
-def simulate_command(quick: bool, locomo: str, no_locomo: bool, as_json: bool) -> None:
+def simulate_command(quick: bool, locomo: str | None, no_locomo: bool, as_json: bool) -> None:
     """Price full history, stable and cadence policies under provider prompt caching."""
     from .chat.simulate import report_json, simulate  # lazy: only this command needs it
 

@@ -16,19 +16,33 @@ def _clip(text: str, width: int = _TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def render_inspection(result: CompileResult) -> str:
-    """Source units in order (kept or not, and why), then every ledger row, then the figures."""
+def render_inspection(result: CompileResult, *, include_memory: bool = True) -> str:
+    """The memory, the source units in order (kept or not, and why), every ledger row, and
+    the figures, each under a heading; the markers are explained where they are used.
+
+    ``include_memory=False`` leaves the memory out, for a caller that shows it elsewhere.
+    """
     source_rows = {row.key: row for row in result.ledger if row.kind == "source"}
     supported: dict[str, list[str]] = {}
     for row in result.ledger:
         if row.kind != "source" and row.included:
             for unit in row.source_ids:
                 supported.setdefault(unit, []).append(row.kind)
-    lines = [
+    memory = result.compiled_memory
+    lines: list[str] = []
+    if include_memory:
+        lines += [
+            f"MEMORY ({result.memory_tokens} of {result.budget_tokens} tokens)",
+            *(memory.splitlines() if memory else ["  (empty: nothing fits the budget)"]),
+            "",
+        ]
+    lines += [
         f"route: {result.route} ({result.route_reason})",
         f"strategy: {result.strategy} -> {result.applied_strategy}; counter: {result.counter}",
         "",
         "SOURCE UNITS",
+        "  KEPT: the line itself is in the memory; blank: left out. [role]: the chat role,",
+        "  [-] for a plain-text history. └ why it was kept or left out.",
     ]
     for unit in result.sources:
         row = source_rows.get(unit.id)
@@ -42,7 +56,11 @@ def render_inspection(result: CompileResult) -> str:
             why += f"; supports included {'/'.join(sorted(set(supported[unit.id])))} record"
         lines.append(f"{mark} {unit.id:>6} [{role}] {_clip(unit.text)}")
         lines.append(f"{'':11}└ {why}")
-    lines += ["", "LEDGER (records)"]
+    lines += [
+        "",
+        "LEDGER (records)",
+        "  IN: packed into the memory; OUT: left out. sources: the units the record cites.",
+    ]
     records = [row for row in result.ledger if row.kind != "source"]
     if not records:
         lines.append("  (no candidate records)")
