@@ -14,8 +14,9 @@ from click.testing import CliRunner
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tomc import MAX_INTERACTIVE_CHARS, compile_memory
+from tomc import MAX_INTERACTIVE_CHARS, MAX_TASK_CHARS, compile_memory
 from tomc.cli import main as cli_main
+from tomc.inspector import render_inspection
 from tomc.mcp_server import INSTRUCTIONS, MAX_REPORT_CHARS, create_server
 from tomc.notebooks import NotebookStore
 
@@ -55,11 +56,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def run_in_process(home: Path, body: Callable[[Client], Awaitable[Any]]) -> Any:
+def run_in_process(
+    home: Path, body: Callable[[Client], Awaitable[Any]], **server_options: Any
+) -> Any:
     """Connect the real client to a fresh in-process server over the store at ``home``."""
 
     async def main() -> Any:
-        async with Client(create_server(NotebookStore(home))) as client:
+        async with Client(create_server(NotebookStore(home), **server_options)) as client:
             return await body(client)
 
     return anyio.run(main)
@@ -121,6 +124,7 @@ def test_instructions_state_the_policy() -> None:
     assert "does not intercept" in text
     assert "never save compiled memory" in text
     assert f"{MAX_INTERACTIVE_CHARS:,}" in INSTRUCTIONS
+    assert f"{MAX_TASK_CHARS:,}" in INSTRUCTIONS
 
 
 # -- compiling -----------------------------------------------------------------------------
@@ -206,7 +210,7 @@ def test_inspect_sources_reports_kept_omitted_and_cited(home: Path) -> None:
     def steady(report: str) -> list[str]:
         return [line for line in report.splitlines() if not line.startswith("latency:")]
 
-    assert steady(out["inspection"]) == steady(expected.inspect())
+    assert steady(out["inspection"]) == steady(render_inspection(expected, include_memory=False))
     assert len(steady(out["inspection"])) > 20
 
 
@@ -285,6 +289,95 @@ def test_errors_are_tool_errors_that_say_what_to_change(home: Path) -> None:
     assert "task" in messages["missing_arg"] and "Field required" in messages["missing_arg"]
     for message in messages.values():
         assert "Traceback" not in message
+
+
+def test_prepare_context_reads_a_json_chat_string_as_chat(home: Path) -> None:
+    messages = [
+        {"role": "user", "content": "A = 3"},
+        {"role": "assistant", "content": "B copies A"},
+    ]
+    document = json.dumps({"deploy_target": "prod", "owner": "alice"}, indent=1)
+
+    async def body(client: Client) -> tuple[dict[str, Any], ...]:
+        as_text = await call(
+            client, "inspect_sources", history=json.dumps(messages), task="B?", strategy="tomc"
+        )
+        as_list = await call(
+            client, "inspect_sources", history=messages, task="B?", strategy="tomc"
+        )
+        # A JSON document that is not a chat list is source text like any other.
+        doc = await call(
+            client, "prepare_context", history=document, task="owner?", strategy="rag"
+        )
+        return as_text, as_list, doc
+
+    as_text, as_list, doc = run_in_process(home, body)
+    assert as_text == as_list
+    assert [source["role"] for source in as_text["cited_sources"]] == ["user", "assistant"]
+    assert '"owner": "alice"' in doc["compiled_memory"]
+
+
+def test_absurd_numbers_and_bad_unicode_are_named(home: Path) -> None:
+    async def body(client: Client) -> dict[str, str]:
+        return {
+            "huge": await call_error(
+                client, "prepare_context", history=LOG, task="t", budget_tokens=10**400
+            ),
+            "surrogate": await call_error(
+                client, "prepare_context", history="a = 1\ud800", task="a?"
+            ),
+            "long_task": await call_error(
+                client, "prepare_context", history=LOG, task="x" * (MAX_TASK_CHARS + 1)
+            ),
+        }
+
+    messages = run_in_process(home, body)
+    assert "budget_tokens" in messages["huge"] and "less than or equal to" in messages["huge"]
+    assert "unpaired surrogate (U+D800)" in messages["surrogate"]
+    assert "task has 10,001 characters" in messages["long_task"]
+
+
+def test_unexpected_errors_name_the_type_and_the_step(home: Path) -> None:
+    def counter_crash(*args: Any, **kwargs: Any) -> None:
+        raise ValueError("Input too large for the BPE encoder")
+
+    async def body(client: Client) -> tuple[str, str]:
+        await call(client, "notebook_save", name="log", text=LOG)
+        return (
+            await call_error(client, "prepare_context", history=LOG, task="t"),
+            await call_error(client, "notebook_recall", name="log", task="t"),
+        )
+
+    prepared, recalled = run_in_process(home, body, compile_fn=counter_crash)
+    assert "unexpected ValueError while compiling the history" in prepared
+    assert "Input too large for the BPE encoder" in prepared
+    assert "unexpected ValueError while recalling notebook 'log'" in recalled
+
+
+def test_a_broken_store_is_named_by_every_notebook_tool(tmp_path: Path) -> None:
+    not_a_folder = tmp_path / "a-file"
+    not_a_folder.write_text("x")
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "notebooks.sqlite3").write_bytes(b"this is not SQLite" * 100)
+
+    async def body(client: Client) -> list[str]:
+        out = [
+            await call_error(client, "notebook_list"),
+            await call_error(client, "notebook_save", name="n", text="a = 1"),
+            await call_error(client, "notebook_recall", name="n", task="a?"),
+            await call_error(client, "notebook_delete", name="n"),
+        ]
+        # Compiling needs no store and still works.
+        await call(client, "prepare_context", history="a = 1", task="a?")
+        return out
+
+    cases = ((not_a_folder, "it is a file, not a folder"), (corrupt, "not a readable"))
+    for home, problem in cases:
+        for message in run_in_process(home, body):
+            assert str(home) in message and problem in message, message
+            assert "TOMC_HOME" in message
+            assert message.strip() != "Error executing tool"
 
 
 # -- notebooks -----------------------------------------------------------------------------
@@ -418,6 +511,50 @@ def test_an_unchanged_history_is_still_original_and_can_be_saved(home: Path) -> 
         return await call(client, "notebook_save", name="small", text=out["compiled_memory"])
 
     assert run_in_process(home, body)["seq"] == 1
+
+
+def test_a_notebook_that_could_not_be_recalled_is_never_saved(home: Path) -> None:
+    chat = json.dumps(
+        [{"role": "user", "content": "A = 3"}, {"role": "user", "content": "B copies A"}]
+    )
+
+    async def body(client: Client) -> tuple[dict[str, str], dict[str, Any]]:
+        refused = {
+            "nul": await call_error(client, "notebook_save", name="n", text="a = 1\x00"),
+            "no_role": await call_error(client, "notebook_save", name="n", text='[{"a": 1}]'),
+            "escape": await call_error(
+                client, "notebook_save", name="n", text='[{"role": "user", "content": "\\ud800"}]'
+            ),
+        }
+        # Two entries that only together read as a broken chat list: refused at the second.
+        await call(client, "notebook_save", name="split", text='[{"a":')
+        refused["joined"] = await call_error(client, "notebook_save", name="split", text="1}]")
+        # A saved chat list is recalled as chat, the same reading as prepare_context.
+        await call(client, "notebook_save", name="chat", text=chat)
+        recalled = await call(client, "notebook_recall", name="chat", task="B?", strategy="tomc")
+        return refused, recalled
+
+    refused, recalled = run_in_process(home, body)
+    assert "NUL byte at character 5" in refused["nul"]
+    assert "could not be recalled" in refused["no_role"] and "no 'role'" in refused["no_role"]
+    assert "unpaired surrogate" in refused["escape"]
+    assert "could not be recalled" in refused["joined"]
+    assert recalled["compiled_memory"].startswith("STATE B = 3 (u0,u1)")
+    store = NotebookStore(home)
+    assert [n.name for n in store.list()] == ["chat", "split"]
+    assert store.text("split") == '[{"a":'
+
+
+def test_a_full_notebook_recalls_with_any_task(home: Path) -> None:
+    text = ("x = 1\n" * (MAX_INTERACTIVE_CHARS // 6 + 1))[:MAX_INTERACTIVE_CHARS]
+
+    async def body(client: Client) -> dict[str, Any]:
+        await call(client, "notebook_save", name="full", text=text)
+        return await call(
+            client, "notebook_recall", name="full", task="x" * MAX_TASK_CHARS, budget_tokens=10
+        )
+
+    assert run_in_process(home, body)["notebook"]["chars"] == MAX_INTERACTIVE_CHARS
 
 
 def test_notebook_over_the_interactive_limit_is_refused(home: Path) -> None:

@@ -6,12 +6,16 @@ stdio with :func:`run_stdio`.
 
 The server is a tool provider, not a request interceptor: the host keeps its own chat and its
 own context management, and asks TOMC to compile history it holds outside that chat. Every
-deliberate TOMC error becomes a tool error (``is_error``) whose message says what to change;
-nothing a client sends can crash the server.
+tool goes through :mod:`tomc.service` (one request schema, limits and chat detection) and
+reports every exception through its error table as a tool error (``is_error``) whose message
+names the problem; an unexpected exception names its type and the step, and its traceback goes
+to the server log. Nothing a client sends can crash the server.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import threading
 from collections.abc import Iterator
@@ -22,13 +26,24 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from .compiler import compile_memory
-from .errors import TomcError
-from .notebooks import CompiledMemoryRefusedError, NotebookInfo, NotebookStore
+from .errors import CompiledMemoryRefusedError
+from .inspector import render_inspection
+from .notebooks import NotebookInfo, NotebookStore
 from .result import CompileResult, LedgerRow
-from .sources import MAX_INTERACTIVE_CHARS, check_interactive_size
+from .service import (
+    MAX_BUDGET_TOKENS,
+    TOOL_STRATEGY,
+    CompileFunction,
+    CompileRequest,
+    compile_notebook,
+    compile_request,
+    explain_empty,
+    report_error,
+)
+from .sources import MAX_INTERACTIVE_CHARS, MAX_TASK_CHARS
 
 __all__ = ["INSTRUCTIONS", "SERVER_NAME", "create_server", "run_stdio"]
 
@@ -53,7 +68,9 @@ every time.
 - Never save compiled memory (the output of prepare_context or notebook_recall) to a notebook \
 as if it were the source: a memory built for one task can omit evidence a later task needs. \
 Keep and save the original history instead; the server refuses memories it recognises.
-- Input is limited to {MAX_INTERACTIVE_CHARS:,} characters per call (history plus task).
+- A history is limited to {MAX_INTERACTIVE_CHARS:,} characters of text per call and a task to \
+{MAX_TASK_CHARS:,}; a notebook holds at most {MAX_INTERACTIVE_CHARS:,} characters, so it can \
+always be recalled.
 """
 
 _STRATEGY_HELP = (
@@ -88,12 +105,38 @@ class ChatMessage(BaseModel):
     ] = None
 
 
+def _history_text(value: Any) -> Any:
+    """A history given as a list becomes its JSON text, read back as chat by the service.
+
+    The parameter is declared as ``str`` so that the SDK passes a string through untouched
+    (it would otherwise parse any JSON-looking string itself, and refuse a JSON document that
+    is not a chat list); the service's one chat detector then reads both forms alike.
+    """
+    if isinstance(value, list):
+        if not all(isinstance(item, dict) for item in value):
+            raise ValueError("a history given as a list must hold chat message objects")
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+_HISTORY_DESCRIPTION = (
+    "The history to compile: plain text (one source line per nonempty line) or a list of chat "
+    "messages with role and content (also as JSON text)."
+)
 HistoryArg = Annotated[
-    str | list[ChatMessage],
-    Field(
-        description="The history to compile: plain text (one source line per nonempty line) or "
-        "a list of chat messages with role and content."
+    str,
+    BeforeValidator(_history_text),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string"},
+                {"type": "array", "items": ChatMessage.model_json_schema()},
+            ],
+            "description": _HISTORY_DESCRIPTION,
+            "title": "History",
+        }
     ),
+    Field(description=_HISTORY_DESCRIPTION),
 ]
 TaskArg = Annotated[
     str,
@@ -103,6 +146,7 @@ BudgetArg = Annotated[
     int | None,
     Field(
         ge=0,
+        le=MAX_BUDGET_TOKENS,
         description="Memory size in tokens of the chosen counter. Default: 80% of the history "
         "up to about 10,000 tokens, sliding to 60% at a million, at least 1,024.",
     ),
@@ -263,7 +307,9 @@ def _ledger_summary(ledger: tuple[LedgerRow, ...]) -> dict[str, KindSummary]:
 
 
 def _prepared_fields(result: CompileResult) -> dict[str, Any]:
+    empty = explain_empty(result)
     return {
+        "note": f"{empty[0].upper()}{empty[1:]}. {_KEEP_ORIGINAL}" if empty else _KEEP_ORIGINAL,
         "compiled_memory": result.compiled_memory,
         "route": result.route,
         "route_reason": result.route_reason,
@@ -302,19 +348,25 @@ def _clip_report(report: str) -> str:
     )
 
 
-def _history(history: str | list[ChatMessage]) -> str | list[dict[str, Any]]:
-    if isinstance(history, str):
-        return history
-    return [message.model_dump(exclude_none=False) for message in history]
+_log = logging.getLogger("tomc.mcp")
 
 
 @contextmanager
-def _as_tool_errors() -> Iterator[None]:
-    """Report deliberate TOMC errors to the model as tool errors carrying their message."""
+def _tool_errors(doing: str) -> Iterator[None]:
+    """Report every exception to the model as a tool error that names the problem.
+
+    Deliberate TOMC errors keep their message; anything else names its type and ``doing``
+    (the SDK alone would say only "Error executing tool"), with the traceback in the log.
+    """
     try:
         yield
-    except TomcError as exc:
-        raise ToolError(str(exc)) from exc
+    except ToolError:
+        raise
+    except Exception as exc:
+        report = report_error(exc, doing, detail=True)
+        if not report.expected:
+            _log.error("%s", report.message, exc_info=exc)
+        raise ToolError(report.message) from exc
 
 
 class _CompiledMemories:
@@ -343,19 +395,6 @@ class _CompiledMemories:
             return text.strip() in self._seen
 
 
-def _compile(
-    history: str | list[dict[str, Any]],
-    task: str,
-    budget_tokens: int | None,
-    strategy: str,
-    counter: str,
-) -> CompileResult:
-    check_interactive_size(history, task, MAX_INTERACTIVE_CHARS)
-    return compile_memory(
-        history, task, budget_tokens=budget_tokens, strategy=strategy, counter=counter
-    )
-
-
 def _version() -> str:
     try:
         return metadata.version("tomc")
@@ -363,12 +402,14 @@ def _version() -> str:
         return "0+unknown"
 
 
-def create_server(store: NotebookStore | None = None) -> MCPServer:
+def create_server(
+    store: NotebookStore | None = None, *, compile_fn: CompileFunction = compile_memory
+) -> MCPServer:
     """Build the TOMC MCP server.
 
     ``store`` is the notebook store to use; by default the one at ``$TOMC_HOME`` or the user
     data directory (see :func:`tomc.notebooks.default_home`). The store file is created only
-    when a notebook tool first needs it.
+    when a notebook tool first needs it. ``compile_fn`` replaces the compiler (tests).
     """
     notebooks = store if store is not None else NotebookStore()
     compiled = _CompiledMemories()
@@ -381,6 +422,19 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
         log_level="WARNING",
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    def compile_history(
+        history: str, task: str, budget_tokens: int | None, strategy: str, counter: str
+    ) -> CompileResult:
+        request = CompileRequest(
+            history=history,
+            task=task,
+            budget_tokens=budget_tokens,
+            strategy=strategy,
+            counter=counter,
+        )
+        # The SDK encodes replies as UTF-8, so unpaired surrogates are refused up front.
+        return compile_request(request, compile_fn=compile_fn, unicode_only=True).result
 
     def remember(result: CompileResult, *, persist: bool) -> None:
         # An "unchanged" result is the original history itself; saving that is legitimate.
@@ -395,7 +449,7 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
         history: HistoryArg,
         task: TaskArg,
         budget_tokens: BudgetArg = None,
-        strategy: StrategyArg = "auto",
+        strategy: StrategyArg = TOOL_STRATEGY,
         counter: CounterArg = "lexical",
     ) -> PreparedContext:
         """Compile a long external or archived history into a compact memory for one task.
@@ -407,8 +461,8 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
         this chat's own messages; the host manages its own context. The memory is for this
         task only: keep the original and compile again for the next task.
         """
-        with _as_tool_errors():
-            result = _compile(_history(history), task, budget_tokens, strategy, counter)
+        with _tool_errors("compiling the history"):
+            result = compile_history(history, task, budget_tokens, strategy, counter)
             remember(result, persist=False)
             return PreparedContext(**_prepared_fields(result))
 
@@ -417,7 +471,7 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
         history: HistoryArg,
         task: TaskArg,
         budget_tokens: BudgetArg = None,
-        strategy: StrategyArg = "auto",
+        strategy: StrategyArg = TOOL_STRATEGY,
         counter: CounterArg = "lexical",
         max_rows: Annotated[
             int,
@@ -436,8 +490,8 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
         support a record, or why a line was dropped (over budget, low BM25 rank, not asked
         for). If evidence you need was omitted, raise budget_tokens or rephrase the task.
         """
-        with _as_tool_errors():
-            result = _compile(_history(history), task, budget_tokens, strategy, counter)
+        with _tool_errors("compiling the history"):
+            result = compile_history(history, task, budget_tokens, strategy, counter)
             kept = [row for row in result.ledger if row.included]
             omitted = [row for row in result.ledger if not row.included]
             # Nearest misses first: an omitted line with a high BM25 score is the likeliest
@@ -454,7 +508,7 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
                 budget_tokens=result.budget_tokens,
                 memory_tokens=result.memory_tokens,
                 input_tokens=result.input_tokens,
-                inspection=_clip_report(result.inspect()),
+                inspection=_clip_report(render_inspection(result, include_memory=False)),
                 kept=[_row(row) for row in kept[:max_rows]],
                 kept_total=len(kept),
                 omitted=[_row(row) for row in omitted[:max_rows]],
@@ -486,7 +540,7 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
         the output of prepare_context or notebook_recall, because a memory compiled for one
         task can omit evidence a later task needs; such memories are refused.
         """
-        with _as_tool_errors():
+        with _tool_errors(f"saving to notebook {name!r}"):
             if text in compiled:
                 raise CompiledMemoryRefusedError(
                     "this text is a memory compiled by TOMC, not original history; save the "
@@ -509,7 +563,7 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
         name: NameArg,
         task: TaskArg,
         budget_tokens: BudgetArg = None,
-        strategy: StrategyArg = "auto",
+        strategy: StrategyArg = TOOL_STRATEGY,
         counter: CounterArg = "lexical",
     ) -> RecalledContext:
         """Compile a saved notebook's original text into a memory for the current task.
@@ -519,10 +573,17 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
         task can recover evidence that an earlier task's memory left out. The result is for
         this task only; do not save it back to a notebook.
         """
-        with _as_tool_errors():
-            history = notebooks.text(name)
+        with _tool_errors(f"recalling notebook {name!r}"):
+            result = compile_notebook(
+                notebooks,
+                name,
+                task,
+                compile_fn=compile_fn,
+                budget_tokens=budget_tokens,
+                strategy=strategy,
+                counter=counter,
+            ).result
             info = notebooks.info(name)
-            result = _compile(history, task, budget_tokens, strategy, counter)
             remember(result, persist=True)
             return RecalledContext(**_prepared_fields(result), notebook=_summary(info))
 
@@ -532,7 +593,7 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
 
         Use it to find the name to pass to notebook_recall or notebook_delete.
         """
-        with _as_tool_errors():
+        with _tool_errors("listing notebooks"):
             return NotebookList(
                 store=str(notebooks.path),
                 notebooks=[_summary(info) for info in notebooks.list()],
@@ -548,7 +609,7 @@ def create_server(store: NotebookStore | None = None) -> MCPServer:
 
         Use it only when the user asks to forget the saved material; it cannot be undone.
         """
-        with _as_tool_errors():
+        with _tool_errors(f"deleting notebook {name!r}"):
             removed = notebooks.delete(name)
             return DeletedNotebook(name=name, entries_removed=removed)
 
