@@ -1,8 +1,7 @@
-"""The web inspector's HTTP API, over real loopback HTTP to a server on an ephemeral port."""
+"""The web inspector's HTTP API, over real loopback HTTP (httpx, raw sockets) to uvicorn."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import socket
@@ -12,24 +11,21 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 import tomc
 from tomc.web import server as web_server
-from tomc.web.server import MAX_BODY_BYTES, load_example, make_server
+from tomc.web.app import MAX_BODY_BYTES, inspector_routes, load_example
+from tomc.web.server import InspectorServer, allowed_hosts_for, make_server
 
 
 @pytest.fixture(scope="module")
 def base() -> Iterator[tuple[str, int]]:
-    srv = make_server("127.0.0.1", 0, quiet=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield srv.server_address[:2]
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join()
+    with make_server("127.0.0.1", 0, quiet=True) as srv:
+        yield srv.address
 
 
 def request(
@@ -41,19 +37,22 @@ def request(
     raw: bytes | None = None,
     headers: dict[str, str] | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection(*base, timeout=30)
-    try:
-        sent_headers = dict(headers or {})
-        payload = raw
-        if body is not None:
-            payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        if payload is not None:
-            sent_headers.setdefault("Content-Type", "application/json")
-        conn.request(method, path, body=payload, headers=sent_headers)
-        response = conn.getresponse()
-        return response.status, dict(response.getheaders()), response.read()
-    finally:
-        conn.close()
+    sent_headers = dict(headers or {})
+    payload = raw
+    if body is not None:
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    if payload is not None:
+        sent_headers.setdefault("Content-Type", "application/json")
+    host, port = base
+    response = httpx.request(
+        method, f"http://{host}:{port}{path}", content=payload, headers=sent_headers, timeout=60
+    )
+    # httpx lower-cases header names; the tests use their canonical case.
+    canonical = {
+        "-".join(part.capitalize() for part in name.split("-")): value
+        for name, value in response.headers.items()
+    }
+    return response.status_code, canonical, response.content
 
 
 def get_json(base: tuple[str, int], path: str) -> tuple[int, Any]:
@@ -62,8 +61,8 @@ def get_json(base: tuple[str, int], path: str) -> tuple[int, Any]:
     return status, json.loads(data)
 
 
-def compile_api(base: tuple[str, int], body: Any) -> tuple[int, Any]:
-    status, headers, data = request(base, "POST", "/api/compile", body)
+def compile_api(base: tuple[str, int], body: Any, prefix: str = "") -> tuple[int, Any]:
+    status, headers, data = request(base, "POST", f"{prefix}/api/compile", body)
     assert headers["Content-Type"] == "application/json; charset=utf-8"
     return status, json.loads(data.decode("utf-8"))
 
@@ -95,10 +94,11 @@ def test_page_is_served_with_its_assets_and_no_external_reference(base):
     for element_id in ("history", "task", "budget", "strategy", "counter", "compile", "ledger"):
         assert f'id="{element_id}"' in page
     assets = re.findall(r'(?:src|href)="([^"#]+)"', page)
-    assert "/static/app.js" in assets and "/static/style.css" in assets
+    assert "static/app.js" in assets and "static/style.css" in assets
     for asset in assets:
-        assert asset.startswith("/static/"), f"{asset} is not served by the inspector itself"
-        asset_status, _, _ = request(base, "GET", asset)
+        # Relative, so the page also works with its routes mounted under a prefix.
+        assert asset.startswith("static/"), f"{asset} is not served by the inspector itself"
+        asset_status, _, _ = request(base, "GET", "/" + asset)
         assert asset_status == 200, asset
     # A CDN reference anywhere in the shipped files would break on machines without network.
     for name in ("app.js", "style.css"):
@@ -162,6 +162,7 @@ def test_options_match_the_library(base):
     assert data["strategies"][0] == data["default_strategy"] == "tomc_raw"
     assert data["counters"] == ["lexical", "bpe:o200k_base", "bpe:cl100k_base"]
     assert data["max_chars"] == tomc.MAX_INTERACTIVE_CHARS == 200_000
+    assert data["max_task_chars"] == tomc.MAX_TASK_CHARS == 10_000
     assert data["max_body_bytes"] == MAX_BODY_BYTES
 
 
@@ -330,6 +331,10 @@ BAD_BODIES = [
         "only text parts",
     ),
     ({"history": "a = 1\x00", "task": "x"}, "NUL"),
+    (
+        {"history": "a = 1", "task": "x", "budget_tokens": 10**400},
+        "budget_tokens must be at most 1,000,000,000,000, not a number of 401 digits",
+    ),
 ]
 
 
@@ -342,14 +347,31 @@ def test_bad_bodies_are_400_in_words(base, body, fragment):
 
 def test_history_over_the_character_limit_is_413(base):
     limit = tomc.MAX_INTERACTIVE_CHARS
-    at_limit = ("x = 1\n" * (limit // 6))[: limit - 2]
-    status, _ = compile_api(base, {"history": at_limit, "task": "x?"})
-    assert status == 200  # exactly at the limit (history + task) is accepted
+    at_limit = ("x = 1\n" * (limit // 6 + 1))[:limit]
+    # The task does not count against the history's limit: a history (or notebook) that fits
+    # can be compiled with any task.
+    status, _ = compile_api(base, {"history": at_limit, "task": "What is x, and why?"})
+    assert status == 200
     message = error_of(compile_api(base, {"history": at_limit + "y", "task": "x?"}), 413)
-    assert "200,001 characters" in message and "200,000" in message
-    # Chat lists count their text only, the same rule as the library.
+    assert "history has 200,001 characters" in message and "200,000" in message
+    # Chat lists count their message text only, the same rule as the library ...
     chat = [{"role": "user", "content": "z" * limit}]
+    assert compile_api(base, {"history": chat, "task": "x", "budget_tokens": 5})[0] == 200
+    chat[0]["content"] += "z"
     assert "200,001" in error_of(compile_api(base, {"history": chat, "task": "x"}), 413)
+    # ... also when pasted as JSON text, however much JSON surrounds the text.
+    pasted = json.dumps([{"role": "user", "content": "z" * limit, "name": "n" * 500}])
+    assert len(pasted) > limit
+    status, data = compile_api(base, {"history": pasted, "task": "x", "budget_tokens": 5})
+    assert status == 200 and data["input"]["format"] == "messages"
+
+
+def test_task_has_its_own_limit(base):
+    task_limit = tomc.MAX_TASK_CHARS
+    ok = compile_api(base, {"history": "a = 1", "task": "a" * task_limit})
+    assert ok[0] == 200
+    message = error_of(compile_api(base, {"history": "a = 1", "task": "a" * (task_limit + 1)}), 413)
+    assert "task has 10,001 characters" in message and "10,000" in message
 
 
 @pytest.mark.parametrize(
@@ -360,6 +382,12 @@ def test_history_over_the_character_limit_is_413(base):
         (b"\xff\xfe{}", "not valid UTF-8"),
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (b'{"history": "a = 1", "task": "x", "budget_tokens": NaN}', "'budget_tokens' must be"),
+        # Python's int() refuses literals over 4,300 digits (ValueError): named, not a 500.
+        (
+            b'{"history": "a = 1", "task": "x", "budget_tokens": 1' + b"0" * 5_000 + b"}",
+            "a number with 5,001 digits",
+        ),
+        (b'{"history": "a = 1", "task": "x", "budget_tokens": 1e400}', "'budget_tokens' must be"),
     ],
 )
 def test_unreadable_bodies_are_400(base, raw, fragment):
@@ -367,6 +395,17 @@ def test_unreadable_bodies_are_400(base, raw, fragment):
     assert status == 400
     assert fragment in json.loads(data)["error"]["message"]
     assert_alive(base)
+
+
+def test_a_lone_surrogate_round_trips_instead_of_failing_the_reply(base):
+    # A JSON \ud800 escape decodes to an unpaired surrogate, which UTF-8 cannot encode.
+    raw = b'{"history": "a = 1\\ud800 \xe5\xa4\x87\\nb = 2", "task": "What is a?"}'
+    status, _, data = request(base, "POST", "/api/compile", raw=raw)
+    assert status == 200
+    data.decode("utf-8")  # the reply is valid UTF-8 ...
+    units = json.loads(data)["sources"]
+    assert units[0]["text"] == "a = 1\ud800 备"  # ... and carries the text exactly as sent
+    assert "备".encode() in data
 
 
 def test_wrong_content_type_is_415(base):
@@ -377,17 +416,6 @@ def test_wrong_content_type_is_415(base):
     assert "application/json" in json.loads(data)["error"]["message"]
 
 
-def test_missing_length_is_411(base):
-    with socket.create_connection(base, timeout=30) as sock:
-        sock.sendall(
-            b"POST /api/compile HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n"
-        )
-        reply = _read_all(sock)
-    assert reply.startswith(b"HTTP/1.0 411")
-    assert b"Content-Length" in reply.split(b"\r\n\r\n", 1)[1]
-
-
 def _read_all(sock: socket.socket) -> bytes:
     chunks = []
     while chunk := sock.recv(65536):
@@ -395,18 +423,37 @@ def _read_all(sock: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+def _raw_exchange(base: tuple[str, int], data: bytes, *, half_close: bool = False) -> bytes:
+    """Send bytes on a fresh connection and read until the server closes it (30 s at most)."""
+    with socket.create_connection(base, timeout=30) as sock:
+        sock.sendall(data)
+        if half_close:
+            sock.shutdown(socket.SHUT_WR)
+        return _read_all(sock)
+
+
+def test_missing_length_is_411(base):
+    reply = _raw_exchange(
+        base,
+        b"POST /api/compile HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+    )
+    assert reply.startswith(b"HTTP/1.1 411")
+    assert b"Content-Length" in reply.split(b"\r\n\r\n", 1)[1]
+
+
 def test_oversized_body_is_refused_before_it_is_read(base):
     # Announce a gigabyte and send none of it: a server that tried to read the body first
     # would wait for bytes that never come instead of answering.
     with socket.create_connection(base, timeout=30) as sock:
         sock.sendall(
-            b"POST /api/compile HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /api/compile HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Content-Length: 1000000000\r\n\r\n"
         )
         head = b""
         while b"\r\n\r\n" not in head:
             head += sock.recv(4096)
-    assert head.startswith(b"HTTP/1.0 413")
+    assert head.startswith(b"HTTP/1.1 413")
     assert_alive(base)
 
 
@@ -418,16 +465,27 @@ def test_oversized_body_sent_in_full_still_gets_the_413_message(base):
     assert_alive(base)
 
 
-def test_body_shorter_than_announced_is_400(base):
-    with socket.create_connection(base, timeout=30) as sock:
-        sock.sendall(
-            b"POST /api/compile HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Content-Length: 100\r\n\r\n{}"
-        )
-        sock.shutdown(socket.SHUT_WR)
-        reply = _read_all(sock)
-    assert reply.startswith(b"HTTP/1.0 400")
-    assert b"ended after 2 of the 100 bytes" in reply
+SHORT_BODY = (
+    b"POST /api/compile HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 100\r\n\r\n{}"
+)
+
+
+def test_body_shorter_than_announced_is_400_once_it_stalls():
+    # The old server waited 30 s and then answered 500; a stalled body is now a prompt 400.
+    with make_server("127.0.0.1", 0, quiet=True, body_timeout_s=0.5) as srv:
+        reply = _raw_exchange(srv.address, SHORT_BODY)
+        assert reply.startswith(b"HTTP/1.1 400")
+        assert b"stopped after 2 of the 100 bytes announced" in reply
+        assert_alive(srv.address)
+
+
+def test_body_cut_short_by_the_client_closes_the_connection(base):
+    # The client closes its side with 98 bytes missing: nobody is left to read an answer, so
+    # the server closes at once instead of waiting (the module server waits 5 s for a stall).
+    reply = _raw_exchange(base, SHORT_BODY, half_close=True)
+    assert reply == b""
+    assert_alive(base)
 
 
 @pytest.mark.parametrize(
@@ -452,30 +510,124 @@ def test_post_to_unknown_path_is_404(base):
     assert status == 404
 
 
-def test_an_unexpected_failure_is_500_in_words_and_the_server_lives_on(base, monkeypatch):
+# ---- the host check (DNS rebinding) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "LOCALHOST", "[::1]"])
+def test_loopback_host_names_are_served_with_any_port(base, host):
+    for value in (host, f"{host}:{base[1]}", f"{host}:1"):
+        status, _, _ = request(base, "GET", "/api/health", headers={"Host": value})
+        assert status == 200, value
+
+
+@pytest.mark.parametrize(
+    "host", ["evil.example", "evil.example:8765", "127.0.0.1.evil.example", "[::2]", "10.0.0.1"]
+)
+def test_other_host_names_are_refused(base, host):
+    status, _, data = request(base, "GET", "/api/health", headers={"Host": host})
+    assert status == 421
+    error = json.loads(data)["error"]
+    assert error["type"] == "MisdirectedRequest" and "--allow-host" in error["message"]
+    body = {"history": "a", "task": "b"}
+    assert request(base, "POST", "/api/compile", body, headers={"Host": host})[0] == 421
+
+
+def test_allowed_host_names_can_be_added():
+    with make_server("127.0.0.1", 0, quiet=True, allowed_hosts=["inspector.lan"]) as srv:
+        assert request(srv.address, "GET", "/", headers={"Host": "inspector.lan:80"})[0] == 200
+        assert request(srv.address, "GET", "/", headers={"Host": "localhost"})[0] == 200
+        assert request(srv.address, "GET", "/", headers={"Host": "evil.example"})[0] == 421
+
+
+def test_allowed_hosts_follow_the_bind_address():
+    loopback = ("127.0.0.1", "localhost", "[::1]")
+    assert allowed_hosts_for("127.0.0.1") == loopback
+    assert allowed_hosts_for("::1") == loopback
+    assert allowed_hosts_for("192.168.1.5") == (*loopback, "192.168.1.5")
+    assert allowed_hosts_for("fd00::5") == (*loopback, "[fd00::5]")
+    assert allowed_hosts_for("0.0.0.0") is None  # every interface: its names are unknown
+    assert allowed_hosts_for("0.0.0.0", ["box.lan"]) == (*loopback, "box.lan")
+    assert allowed_hosts_for("127.0.0.1", ["*"]) is None
+
+
+# ---- the compiler is injected; compiling never blocks the server ------------------------------
+
+
+def test_an_unexpected_failure_is_500_in_words_and_the_server_lives_on():
     def broken(*args: Any, **kwargs: Any) -> None:
         raise ZeroDivisionError("secret internal detail")
 
-    monkeypatch.setattr(tomc, "compile_memory", broken)
-    message = error_of(compile_api(base, {"history": "a = 1", "task": "x"}), 500)
-    assert "unexpected ZeroDivisionError" in message
-    assert "secret internal detail" not in message
-    monkeypatch.undo()
-    assert compile_api(base, {"history": "a = 1", "task": "a?"})[0] == 200
+    with make_server("127.0.0.1", 0, quiet=True, compile_fn=broken) as srv:
+        message = error_of(compile_api(srv.address, {"history": "a = 1", "task": "x"}), 500)
+        assert "unexpected ZeroDivisionError while compiling the history" in message
+        assert "secret internal detail" not in message
+        assert_alive(srv.address)
 
 
-def test_parallel_requests_are_all_answered(base):
-    results: list[int] = []
+def test_a_slow_compile_does_not_block_other_requests():
+    started, release = threading.Event(), threading.Event()
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        assert release.wait(60)
+        return tomc.compile_memory(*args, **kwargs)
+
+    with make_server("127.0.0.1", 0, quiet=True, compile_fn=slow) as srv:
+        results: list[int] = []
+        thread = threading.Thread(
+            target=lambda: results.append(
+                compile_api(srv.address, {"history": "a = 1", "task": "a?"})[0]
+            )
+        )
+        thread.start()
+        assert started.wait(60)
+        # The compile is still running: the event loop must answer anyway.
+        assert_alive(srv.address)
+        assert request(srv.address, "GET", "/api/options")[0] == 200
+        release.set()
+        thread.join(60)
+        assert results == [200]
+
+
+def test_fifty_concurrent_compiles_all_succeed(base):
+    # The stdlib server's listen backlog of 5 reset some of these connections.
+    count = 50
+    barrier = threading.Barrier(count)
+    results: list[Any] = [None] * count
 
     def one(i: int) -> None:
-        results.append(compile_api(base, {"history": f"v = {i}\nw copies v", "task": "w?"})[0])
+        barrier.wait(30)
+        try:
+            results[i] = compile_api(base, {"history": f"v = {i}\nw copies v", "task": "w?"})
+        except httpx.HTTPError as exc:  # a reset connection would land here
+            results[i] = exc
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert results == [200] * 8
+    assert [r[0] if isinstance(r, tuple) else r for r in results] == [200] * count
+    assert [r[1]["compiled_memory"].splitlines()[0] for r in results] == [
+        f"STATE w = {i} (u0,u1)" for i in range(count)
+    ]
+
+
+def test_routes_mount_in_a_larger_app():
+    calls: list[str] = []
+
+    def recording(history: Any, task: str, **kwargs: Any) -> Any:
+        calls.append(task)
+        return tomc.compile_memory(history, task, **kwargs)
+
+    app = Starlette(routes=[Mount("/inspector", routes=inspector_routes(compile_fn=recording))])
+    with InspectorServer(app, "127.0.0.1", 0, quiet=True).start() as srv:
+        status, _, page = request(srv.address, "GET", "/inspector/")
+        assert status == 200 and b"static/app.js" in page
+        assert request(srv.address, "GET", "/inspector/static/app.js")[0] == 200
+        status, data = compile_api(srv.address, {"history": "a = 1", "task": "a?"}, "/inspector")
+        assert status == 200 and data["compiled_memory"].startswith("STATE a = 1")
+    assert calls == ["a?"]
 
 
 # ---- command line -----------------------------------------------------------------------------
@@ -497,6 +649,7 @@ def test_tomc_serve_starts_and_answers():
         port = int(match.group(1))
         status, data = get_json(("127.0.0.1", port), "/api/health")
         assert (status, data["status"]) == (200, "ok")
+        assert request(("127.0.0.1", port), "GET", "/", headers={"Host": "evil.example"})[0] == 421
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -520,5 +673,6 @@ def test_module_exports_a_server_factory():
     srv = web_server.make_server("127.0.0.1", 0, quiet=True)
     try:
         assert srv.url.startswith("http://127.0.0.1:")
+        assert srv.socket.getsockname()[1] == srv.address[1] > 0
     finally:
-        srv.server_close()
+        srv.socket.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,8 @@ from typing import Any
 import pytest
 
 import tomc
-from tomc.web.server import load_example, make_server
+from tomc.web.app import load_example
+from tomc.web.server import make_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -32,6 +32,7 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 LAPTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
 LIMIT = tomc.MAX_INTERACTIVE_CHARS
+TASK_LIMIT = tomc.MAX_TASK_CHARS
 
 
 def _browser_problem() -> str | None:
@@ -66,15 +67,8 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    server = make_server("127.0.0.1", 0, quiet=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with make_server("127.0.0.1", 0, quiet=True) as server:
         yield server.url
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 class Session:
@@ -252,14 +246,13 @@ def test_over_the_limit_shows_the_message_and_sends_nothing(laptop: Session) -> 
     line = "note = ok\n"
     at_limit = (line * (LIMIT // len(line) + 1))[:LIMIT]
     paste(page, "#history", at_limit)
-    expect(page.locator("#char-count")).to_have_text(
-        "200,000 / 200,000 characters (history and task)"
-    )
+    expect(page.locator("#char-count")).to_have_text("200,000 / 200,000 characters (history)")
+    page.fill("#task", "Why?")  # the task has its own limit: the history still fits
     expect(message).to_be_hidden()
 
-    page.fill("#task", "Why?")
+    paste(page, "#history", at_limit + "!")
     expect(message).to_be_visible()
-    expect(message).to_contain_text("have 200,004 characters, 4 over the limit of 200,000")
+    expect(message).to_contain_text("has 200,001 characters, 1 over the limit of 200,000")
     expect(message).to_contain_text("Nothing will be sent")
     expect(page.locator("#history")).to_have_attribute("aria-invalid", "true")
     laptop.shot("web-over-limit")
@@ -269,11 +262,38 @@ def test_over_the_limit_shows_the_message_and_sends_nothing(laptop: Session) -> 
         "Nothing was sent: the input is over the character limit."
     )
     page.keyboard.press("Control+Enter")
+
+    # The task over its own limit stops the page too.
+    paste(page, "#history", "a = 1")
+    expect(message).to_be_hidden()
+    paste(page, "#task", "x" * (TASK_LIMIT + 1))
+    expect(message).to_contain_text("The task has 10,001 characters, 1 over its limit of 10,000")
+    expect(page.locator("#task")).to_have_attribute("aria-invalid", "true")
+    page.click("#compile")
     assert laptop.compile_requests == []
 
-    # Back under the limit, the same button sends.
-    page.fill("#task", "")
+    # Back under the limits, the same button sends.
+    page.fill("#task", "a?")
     expect(message).to_be_hidden()
+
+
+def test_a_pasted_chat_list_counts_its_message_text(laptop: Session) -> None:
+    from playwright.sync_api import expect
+
+    page = laptop.page
+    # More than 200,000 characters of JSON, but 200,000 characters of message text: it fits,
+    # as the server counts it.
+    text = "z" * LIMIT
+    paste(page, "#history", json.dumps([{"role": "user", "content": text, "name": "n" * 50}]))
+    expect(page.locator("#char-count")).to_have_text(
+        "200,000 / 200,000 characters (message text)"
+    )
+    expect(page.locator("#limit-message")).to_be_hidden()
+    page.fill("#task", "z?")
+    page.fill("#budget", "5")
+    page.click("#compile")
+    expect(page.locator("#results")).to_be_visible()
+    assert len(laptop.compile_requests) == 1
 
 
 def test_the_counter_counts_characters_as_the_server_does(laptop: Session) -> None:
@@ -282,9 +302,7 @@ def test_the_counter_counts_characters_as_the_server_does(laptop: Session) -> No
     page = laptop.page
     # 100,001 emoji are 200,002 UTF-16 units but 100,001 characters for Python: not over.
     paste(page, "#history", "😀" * 100_001)
-    expect(page.locator("#char-count")).to_have_text(
-        "100,001 / 200,000 characters (history and task)"
-    )
+    expect(page.locator("#char-count")).to_have_text("100,001 / 200,000 characters (history)")
     expect(page.locator("#limit-message")).to_be_hidden()
 
 

@@ -44,6 +44,7 @@
   const KNOWN_KINDS = ["state", "relation", "count", "source"];
   const state = {
     maxChars: 200000,
+    maxTaskChars: 10000,
     result: null,
     selectedRow: null, // index into result.ledger
     linked: new Set(), // unit ids supporting the selected row
@@ -86,30 +87,65 @@
     els.error.hidden = false;
   }
 
-  // ---- character limit -------------------------------------------------------------------
-  function inputChars() {
-    return codePoints(els.history.value) + codePoints(els.task.value);
+  // ---- character limits ------------------------------------------------------------------
+  // The server's rule: the history's text counts against max_chars (a pasted JSON chat list by
+  // its messages' text, as the server reads it) and the task, separately, against
+  // max_task_chars.
+  function messageText(message) {
+    const content = message.content;
+    if (typeof content === "string") return content;
+    if (Array.isArray(content)) {
+      return content.map((part) => (typeof part === "string" ? part : String(part.text || ""))).join("\n");
+    }
+    return "";
+  }
+
+  function historyChars() {
+    const text = els.history.value;
+    const raw = codePoints(text);
+    // JSON only ever adds characters around the text, so only a long list needs parsing.
+    if (raw <= state.maxChars || !text.trimStart().startsWith("[")) return { used: raw, chat: false };
+    let messages = null;
+    try {
+      messages = JSON.parse(text);
+    } catch (_) {
+      return { used: raw, chat: false };
+    }
+    const isChat = Array.isArray(messages) && messages.length > 0 &&
+      messages.every((m) => m !== null && typeof m === "object" && !Array.isArray(m));
+    if (!isChat) return { used: raw, chat: false };
+    return { used: messages.reduce((sum, m) => sum + codePoints(messageText(m)), 0), chat: true };
   }
 
   function updateCounter() {
-    const used = inputChars();
-    const over = used > state.maxChars;
+    const history = historyChars();
+    const task = codePoints(els.task.value);
+    const historyOver = history.used > state.maxChars;
+    const taskOver = task > state.maxTaskChars;
     els.charCount.textContent =
-      `${fmt(used)} / ${fmt(state.maxChars)} characters (history and task)`;
-    els.charCount.classList.toggle("over", over);
-    els.history.setAttribute("aria-invalid", over ? "true" : "false");
-    if (over) {
-      els.limitMessage.textContent =
-        `Too long to compile here: the history and task have ${fmt(used)} characters, ` +
-        `${fmt(used - state.maxChars)} over the limit of ${fmt(state.maxChars)}. ` +
+      `${fmt(history.used)} / ${fmt(state.maxChars)} characters ` +
+      (history.chat ? "(message text)" : "(history)");
+    els.charCount.classList.toggle("over", historyOver);
+    els.history.setAttribute("aria-invalid", historyOver ? "true" : "false");
+    els.task.setAttribute("aria-invalid", taskOver ? "true" : "false");
+    const problems = [];
+    if (historyOver) {
+      problems.push(
+        `Too long to compile here: the history has ${fmt(history.used)} characters, ` +
+        `${fmt(history.used - state.maxChars)} over the limit of ${fmt(state.maxChars)}. ` +
         "Nothing will be sent until it fits: shorten or split the history " +
-        "(tomc.compile_memory() in Python has no limit).";
-      els.limitMessage.hidden = false;
-    } else {
-      els.limitMessage.hidden = true;
-      els.limitMessage.textContent = "";
+        "(tomc.compile_memory() in Python has no limit).",
+      );
     }
-    return !over;
+    if (taskOver) {
+      problems.push(
+        `The task has ${fmt(task)} characters, ${fmt(task - state.maxTaskChars)} over its ` +
+        `limit of ${fmt(state.maxTaskChars)}. Nothing will be sent until it is shorter.`,
+      );
+    }
+    els.limitMessage.textContent = problems.join(" ");
+    els.limitMessage.hidden = problems.length === 0;
+    return problems.length === 0;
   }
 
   // ---- options, example, files -----------------------------------------------------------
@@ -136,8 +172,9 @@
 
   async function loadOptions() {
     try {
-      const options = await getJson("/api/options");
+      const options = await getJson("api/options");
       state.maxChars = options.max_chars;
+      if (options.max_task_chars) state.maxTaskChars = options.max_task_chars;
       fillSelect(els.strategy, options.strategies, options.default_strategy);
       fillSelect(els.counter, options.counters, options.default_counter);
       document.body.dataset.ready = "true";
@@ -150,7 +187,7 @@
   async function loadExample() {
     clearError();
     try {
-      const example = await getJson("/api/example");
+      const example = await getJson("api/example");
       els.history.value = example.history;
       els.task.value = example.task;
       els.budget.value = example.budget_tokens === null ? "" : String(example.budget_tokens);
@@ -225,7 +262,7 @@
     setStatus("Compiling…");
     const started = performance.now();
     try {
-      const response = await fetch("/api/compile", {
+      const response = await fetch("api/compile", {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "application/json" },
         body: JSON.stringify(requestBody()),
