@@ -1,10 +1,15 @@
 """The public surface: a change to it should be a deliberate, reviewed change to this list."""
 
+import json
+import subprocess
+import sys
+
 import tomc
 
 EXPECTED = {
     "CAPS",
     "MAX_INTERACTIVE_CHARS",
+    "MAX_TASK_CHARS",
     "RECORD_SHARE",
     "STRATEGIES",
     "UNKNOWN",
@@ -12,13 +17,16 @@ EXPECTED = {
     "BpeCounter",
     "BudgetError",
     "CompileResult",
+    "CompiledMemoryRefusedError",
     "CounterUnavailableError",
     "InputTooLargeError",
     "InvalidHistoryError",
     "InvalidOptionError",
     "LedgerRow",
     "LexicalCounter",
+    "NotebookNotFoundError",
     "NotebookStore",
+    "NotebookStoreError",
     "SourceUnit",
     "TokenCounter",
     "TomcError",
@@ -44,5 +52,34 @@ def test_errors_share_one_base() -> None:
         "InputTooLargeError",
         "InvalidHistoryError",
         "InvalidOptionError",
+        "NotebookNotFoundError",
+        "NotebookStoreError",
+        "CompiledMemoryRefusedError",
     ):
         assert issubclass(getattr(tomc, name), tomc.TomcError)
+
+
+def _modules_after(code: str) -> dict[str, bool]:
+    probe = (
+        f"import sys; {code}; import json; "
+        "print(json.dumps({m: m in sys.modules for m in "
+        "('sqlite3', 'tomc.chat', 'tomc.notebooks', 'starlette', 'uvicorn', 'mcp')}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    return json.loads(out)
+
+
+def test_import_tomc_stays_light() -> None:
+    """A caller who only compiles loads no database, chat package or web server."""
+    loaded = _modules_after("import tomc; tomc.compile_memory('a = 1', 'a?')")
+    assert not any(loaded.values()), loaded
+
+
+def test_lazy_attributes_load_on_first_use() -> None:
+    loaded = _modules_after("import tomc; tomc.NotebookStore; tomc.AutomaticChatSession")
+    assert loaded["sqlite3"] and loaded["tomc.notebooks"] and loaded["tomc.chat"]
+    assert not loaded["starlette"] and not loaded["uvicorn"]
+    assert tomc.NotebookStore.__module__ == "tomc.notebooks"
+    assert "NotebookStore" in dir(tomc)

@@ -7,27 +7,37 @@ STATE B = 3 (u0,u1)
 STATE A = 8 (u2)
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .budget import default_budget
-from .chat import AutomaticChatSession
 from .compiler import CAPS, RECORD_SHARE, STRATEGIES, compile_memory
 from .counters import BpeCounter, LexicalCounter, TokenCounter, get_counter
 from .errors import (
     BudgetError,
+    CompiledMemoryRefusedError,
     CounterUnavailableError,
     InputTooLargeError,
     InvalidHistoryError,
     InvalidOptionError,
+    NotebookNotFoundError,
+    NotebookStoreError,
     TomcError,
 )
-from .notebooks import NotebookStore
 from .result import UNKNOWN, CompileResult, LedgerRow, SourceUnit
-from .sources import MAX_INTERACTIVE_CHARS, check_interactive_size
+from .sources import MAX_INTERACTIVE_CHARS, MAX_TASK_CHARS, check_interactive_size
+
+if TYPE_CHECKING:
+    from .chat import AutomaticChatSession
+    from .notebooks import NotebookStore
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CAPS",
     "MAX_INTERACTIVE_CHARS",
+    "MAX_TASK_CHARS",
     "RECORD_SHARE",
     "STRATEGIES",
     "UNKNOWN",
@@ -35,13 +45,16 @@ __all__ = [
     "BpeCounter",
     "BudgetError",
     "CompileResult",
+    "CompiledMemoryRefusedError",
     "CounterUnavailableError",
     "InputTooLargeError",
     "InvalidHistoryError",
     "InvalidOptionError",
     "LedgerRow",
     "LexicalCounter",
+    "NotebookNotFoundError",
     "NotebookStore",
+    "NotebookStoreError",
     "SourceUnit",
     "TokenCounter",
     "TomcError",
@@ -51,3 +64,22 @@ __all__ = [
     "default_budget",
     "get_counter",
 ]
+
+# Loaded on first use: `import tomc` stays light (no sqlite3, no chat package) for a caller who
+# only compiles.
+_LAZY = {"AutomaticChatSession": ".chat", "NotebookStore": ".notebooks"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tomc' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
