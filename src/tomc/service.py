@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from .compiler import STRATEGIES, compile_memory
@@ -78,16 +78,6 @@ DEFAULT_COUNTER = "lexical"
 #: No memory comes near this size; refusing larger budgets keeps float arithmetic on the budget
 #: (``budget * RECORD_SHARE``) from overflowing on numbers such as 10**400.
 MAX_BUDGET_TOKENS = 10**12
-REQUEST_FIELDS = (
-    "history",
-    "task",
-    "budget_tokens",
-    "strategy",
-    "counter",
-    "uncapped",
-    "history_format",
-)
-
 CompileFunction = Callable[..., "CompileResult"]
 
 
@@ -205,8 +195,12 @@ class CompileRequest:
             )
         if "history" not in body:
             raise InvalidHistoryError("the field 'history' is required")
-        fields = {"task": "", **defaults, **body}
-        return cls(**fields)
+        values = {"task": "", **defaults, **body}
+        return cls(**values)
+
+
+#: The fields of a request, as a JSON body names them.
+REQUEST_FIELDS = tuple(field.name for field in fields(CompileRequest))
 
 
 @dataclass(frozen=True, slots=True)
