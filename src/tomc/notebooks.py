@@ -30,7 +30,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -239,11 +239,9 @@ class NotebookStore:
                 if os.name == "posix":
                     os.chmod(home, 0o700)  # the umask can only take bits away; be exact
             if os.name == "posix":
-                if not self.path.exists():
-                    try:
-                        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
-                    except FileExistsError:  # another process created it first
-                        pass
+                # Another process may create it first; then SQLite opens that one.
+                with suppress(FileExistsError):
+                    os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
                 owner = os.getuid()
                 for path in (self.path, *(Path(f"{self.path}{end}") for end in ("-wal", "-shm"))):
                     if path.exists():
