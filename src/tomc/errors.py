@@ -13,6 +13,7 @@ __all__ = [
     "InvalidHistoryError",
     "InvalidOptionError",
     "TomcError",
+    "UnsupportedClientError",
 ]
 
 
@@ -44,3 +45,7 @@ class CounterUnavailableError(TomcError, RuntimeError):
 
 class BudgetError(TomcError, RuntimeError):
     """The packed memory re-counted differently from its rows: refused rather than overrun."""
+
+
+class UnsupportedClientError(TomcError, TypeError):
+    """A model client the session cannot drive (async where sync is expected, no such method)."""

@@ -10,12 +10,15 @@ from __future__ import annotations
 from .native import NativeEvent
 from .profiles import ModelProfile
 from .protocol import check_tool_pairing
-from .session import AutomaticChatSession, Decision
+from .decision import CODES, Decision
+from .session import AutomaticChatSession, PreparedRequest
 
 __all__ = [
+    "CODES",
     "AutomaticChatSession",
     "Decision",
     "ModelProfile",
     "NativeEvent",
+    "PreparedRequest",
     "check_tool_pairing",
 ]
