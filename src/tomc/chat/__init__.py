@@ -7,10 +7,10 @@ This package depends on the core compiler, never the other way round.
 
 from __future__ import annotations
 
+from .decision import CODES, Decision
+from .dialects.chat_completions import check_tool_pairing
 from .native import NativeEvent
 from .profiles import ModelProfile
-from .protocol import check_tool_pairing
-from .decision import CODES, Decision
 from .session import AutomaticChatSession, PreparedRequest
 
 __all__ = [

@@ -89,7 +89,8 @@ def latest_index(entries: Sequence[Entry], kind: str) -> int | None:
 def allowed_cuts(entries: Sequence[Entry]) -> list[bool]:
     """``cuts[b]`` says whether the list may be split between ``entries[b-1]`` and ``entries[b]``.
 
-    A cut may not separate a tool call from any of its results, nor an item glued to the next.
+    A cut may not separate a tool call from any of its results, an item glued to the next, or
+    two assistant items in a row (one turn: a Responses message and its function calls).
     ``cuts`` has ``len(entries) + 1`` slots; both ends are always allowed when nothing is open.
     """
     cuts = [True] * (len(entries) + 1)
@@ -99,32 +100,37 @@ def allowed_cuts(entries: Sequence[Entry]) -> list[bool]:
             open_calls.discard(output.call_id)
         for call in entry.calls:
             open_calls.add(call.id)
-        cuts[index + 1] = not open_calls and not entry.glue_next
+        following = entries[index + 1] if index + 1 < len(entries) else None
+        same_turn = (
+            following is not None and entry.kind == ASSISTANT and following.kind == ASSISTANT
+        )
+        cuts[index + 1] = not open_calls and not entry.glue_next and not same_turn
     return cuts
 
 
-def pairing_problems(entries: Sequence[Entry], *, adjacent: bool) -> list[str]:
+def pairing_problems(
+    entries: Sequence[Entry], *, adjacent: bool, allow_pending_tail: bool = False
+) -> list[str]:
     """Broken tool pairing in a history; an empty list means it is sound.
 
-    Every result must answer a call made earlier and not yet answered. With ``adjacent`` (Chat
-    Completions and Anthropic), results must come right after the item that made the calls, and
-    every call must be answered before the conversation moves on; only the last item's calls may
-    still be pending (the request that carries them is the one being answered). Responses pairs by
-    ``call_id`` anywhere later in the list, so only unmatched results are problems there.
+    Every result must answer a call made earlier and not yet answered, and every call must be
+    answered. With ``adjacent`` (Chat Completions and Anthropic), results must come right after
+    the item that made the calls, before the conversation moves on. Responses pairs by ``call_id``
+    anywhere later in the list. ``allow_pending_tail`` accepts calls of the last calling item that
+    are still unanswered at the end (a history whose results are not in yet).
     """
     problems: list[str] = []
     open_calls: dict[str, int] = {}
     for index, entry in enumerate(entries):
         for output in entry.outputs:
-            if output.call_id not in open_calls:
-                problems.append(f"item {index}: tool result {output.call_id!r} answers no open call")
-            else:
+            if output.call_id in open_calls:
                 del open_calls[output.call_id]
+            else:
+                problems.append(
+                    f"item {index}: tool result {output.call_id!r} answers no open call"
+                )
         if adjacent and open_calls and entry.kind != TOOL:
-            # The conversation moved on with calls unanswered.
-            first = min(open_calls.values())
-            missing = ", ".join(sorted(open_calls))
-            problems.append(f"item {first}: tool calls without results: {missing}")
+            problems.append(_unanswered(open_calls))  # the conversation moved on
             open_calls.clear()
         ids = [call.id for call in entry.calls]
         if len(set(ids)) != len(ids):
@@ -133,12 +139,16 @@ def pairing_problems(entries: Sequence[Entry], *, adjacent: bool) -> list[str]:
             if call_id in open_calls:
                 problems.append(f"item {index}: tool call id {call_id!r} reused while open")
             open_calls[call_id] = index
-    if adjacent and open_calls:
+    if open_calls:
         last_caller = max(open_calls.values())
-        pending_ok = all(
+        pending = all(index == last_caller for index in open_calls.values()) and all(
             entries[i].kind == TOOL for i in range(last_caller + 1, len(entries))
-        ) and all(index == last_caller for index in open_calls.values())
-        if not pending_ok:
-            missing = ", ".join(sorted(open_calls))
-            problems.append(f"item {min(open_calls.values())}: tool calls without results: {missing}")
+        )
+        if not (allow_pending_tail and pending):
+            problems.append(_unanswered(open_calls))
     return problems
+
+
+def _unanswered(open_calls: dict[str, int]) -> str:
+    missing = ", ".join(sorted(open_calls))
+    return f"item {min(open_calls.values())}: tool calls without results: {missing}"

@@ -16,7 +16,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .conversation import ASSISTANT, COMPACTION, INSTRUCTION, USER, Entry, allowed_cuts, latest_index
+from .conversation import (
+    ASSISTANT,
+    COMPACTION,
+    INSTRUCTION,
+    USER,
+    Entry,
+    allowed_cuts,
+    latest_index,
+)
 
 __all__ = ["HISTORY", "WORK", "Layout", "Region", "plan_layout"]
 
@@ -75,6 +83,7 @@ def plan_layout(entries: Sequence[Entry], keep_recent: int) -> Layout:
         if task is not None and tail > task + 1:
             regions.append(Region(task + 1, tail, WORK))
     return Layout(tuple(regions), tail, task, floor)
+
 
 def _compilable(entries: Sequence[Entry], start: int, end: int) -> bool:
     return any(entries[index].kind != INSTRUCTION for index in range(start, end))

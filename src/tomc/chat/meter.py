@@ -20,9 +20,9 @@ from ..errors import CounterUnavailableError
 
 __all__ = [
     "CALL_OVERHEAD",
-    "ITEM_OVERHEAD",
     "CHARS_PER_TOKEN_FLOOR",
     "FOREIGN_BPE_MARGIN",
+    "ITEM_OVERHEAD",
     "LEXICAL_MARGIN",
     "MAX_LEARNED_MARGIN",
     "TokenMeter",

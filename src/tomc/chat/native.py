@@ -79,8 +79,9 @@ class NativeState:
 
     A compaction that starts and never reports completion pauses at most ``pause_limit`` logical
     requests, then the session resumes (a lost completion event must not disable it forever). A
-    completion that repeats one already applied (no start and no request in between, as when a
-    host sends both ``item/completed`` and ``thread/compacted``) does not restart the cooldown.
+    completion with no start since the last one, arriving before any request or while that one's
+    cooldown still runs (a host that sends both ``item/completed`` and ``thread/compacted``), does
+    not restart the cooldown.
     """
 
     def __init__(self, cooldown_requests: int, pause_limit: int = 8) -> None:
@@ -104,8 +105,10 @@ class NativeState:
             return True
         if event.kind != "completed":
             return False
-        if self.in_progress is None and self._requests_since_completion == 0:
-            return False  # the same compaction reported twice
+        if self.in_progress is None and (
+            self._requests_since_completion == 0 or self.cooldown_left > 0
+        ):
+            return False  # the same compaction reported again, or its cooldown still running
         self.in_progress = None
         self.cooldown_left = self.cooldown_requests
         self.last_completed = event

@@ -75,7 +75,7 @@ class _Frozen:
     dialect: str
 
 
-class _Pass(Exception):  # noqa: N818 - control flow inside a decision
+class _Pass(Exception):
     def __init__(self, code: str, reason: str) -> None:
         super().__init__(reason)
         self.code = code
@@ -351,6 +351,12 @@ class AutomaticChatSession:
                 body, headers = self._decide(plan, task, deployment_context_limit, budget_tokens)
             except (_Pass, PassThrough) as passed:
                 plan.passthrough(passed.code, passed.reason)
+                if passed.code == "agent_compaction":
+                    # The agent compacts its own history: what follows is a new history, so
+                    # cool down as after a native compaction event.
+                    event = NativeEvent(dialect.name, "completed", "the agent's compaction request")
+                    if self.native.apply(event):
+                        self._thresholds_done.clear()
                 body, headers = dict(request) if not isinstance(request, dict) else request, {}
             decision = plan.decision()
             self.decisions.append(decision)
@@ -631,9 +637,7 @@ class AutomaticChatSession:
             if entries[i].kind == INSTRUCTION
         )
         memory_overhead = ITEM_OVERHEAD * len(layout.regions)
-        available = (
-            plan.fit_limit - (plan.tokens_before - inside) - instructions - memory_overhead
-        )
+        available = plan.fit_limit - (plan.tokens_before - inside) - instructions - memory_overhead
         sizes = [
             sum(entries[i].tokens for i in range(r.start, r.end) if entries[i].kind != INSTRUCTION)
             for r in layout.regions
@@ -718,7 +722,7 @@ class AutomaticChatSession:
         if budget <= 0:
             return layout, segments
         rebuilt = self._compile(plan, layout, target.region, task, budget, why)
-        return layout, segments[:largest] + (rebuilt,) + segments[largest + 1 :]
+        return layout, (*segments[:largest], rebuilt, *segments[largest + 1 :])
 
     def _memory_role(self, dialect: Dialect) -> str:
         return self.memory_role if self.memory_role in dialect.memory_roles else "user"
@@ -731,9 +735,7 @@ class AutomaticChatSession:
             raise _Pass("pairing_broken", f"the rewrite would break the format: {problems[0]}")
         body = plan.dialect.with_items(plan.request, view)
         first_changed = segments[0].region.start
-        return plan.dialect.finalize(
-            body, plan.entries, first_changed, self.thinking_prefix
-        )
+        return plan.dialect.finalize(body, plan.entries, first_changed, self.thinking_prefix)
 
 
 def _task_text(entries: Sequence[Entry], layout: Layout) -> str:
@@ -829,9 +831,7 @@ class _Plan:
         if problems:
             raise _Pass("pairing_broken", f"history breaks tool pairing rules: {problems[0]}")
 
-    def use(
-        self, segments: Sequence[_Segment], view_tokens: int, action: str, reason: str
-    ) -> None:
+    def use(self, segments: Sequence[_Segment], view_tokens: int, action: str, reason: str) -> None:
         self.segments, self.tokens_after, self.action, self.reason = (
             segments,
             view_tokens,
@@ -881,9 +881,13 @@ def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
 
 def _guess(client: Any, options: Mapping[str, Any]) -> list[Dialect]:
     """Dialects to try for a client: the request's own keys decide between formats."""
-    names = ("responses",) if "input" in options and "messages" not in options else (
-        "chat",
-        "messages",
+    names = (
+        ("responses",)
+        if "input" in options and "messages" not in options
+        else (
+            "chat",
+            "messages",
+        )
     )
     return [DIALECTS[name] for name in names if name in DIALECTS]
 
@@ -896,4 +900,3 @@ def _with_headers(body: dict[str, Any], headers: Mapping[str, str]) -> dict[str,
         existing = merged.get(key)
         merged[key] = f"{existing},{value}" if existing else value
     return {**body, "extra_headers": merged}
-

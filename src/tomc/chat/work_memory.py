@@ -47,7 +47,6 @@ _PATH = re.compile(r"(?:\.{0,2}/)?[\w\-.]+(?:/[\w\-.]+)+|[\w\-]+\.[A-Za-z]{1,5}\
 _SPACE = re.compile(r"\s+")
 
 
-
 @dataclass(frozen=True, slots=True)
 class WorkMemory:
     """A rendered work memory and what went into it."""
@@ -70,14 +69,16 @@ class _Group:
 
 
 def _short_arguments(call: ToolCall) -> str:
-    """The call's arguments for a header: a lone string argument unquoted, else compact JSON."""
+    """The call's arguments for a header: a lone string argument as itself, else as sent."""
     arguments = call.arguments.strip()
-    match = re.fullmatch(r'\{\s*"[\w\-]+"\s*:\s*"((?:[^"\\]|\\.)*)"\s*\}', arguments, re.S)
-    if match:
-        try:
-            arguments = json.loads(f'"{match[1]}"')
-        except ValueError:
-            pass
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and len(parsed) == 1:
+        (value,) = parsed.values()
+        if isinstance(value, str):
+            arguments = value
     arguments = _SPACE.sub(" ", arguments).strip()
     if len(arguments) > MAX_HEADER_ARGS:
         arguments = arguments[: MAX_HEADER_ARGS - 1] + "…"

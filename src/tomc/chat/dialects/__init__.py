@@ -10,13 +10,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import InvalidOptionError
+from .anthropic_messages import AnthropicMessages
 from .base import Dialect, PassThrough
 from .chat_completions import ChatCompletions
+from .openai_responses import OpenAIResponses
 
 __all__ = ["DIALECTS", "Dialect", "PassThrough", "dialect_for"]
 
 DIALECTS: dict[str, Dialect] = {
     "chat": ChatCompletions(),
+    "messages": AnthropicMessages(),
+    "responses": OpenAIResponses(),
 }
 
 
@@ -26,5 +30,7 @@ def dialect_for(api: str | None, request: Mapping[str, Any]) -> Dialect:
         api = "responses" if "input" in request and "messages" not in request else "chat"
     dialect = DIALECTS.get(api)
     if dialect is None:
-        raise InvalidOptionError(f"api must be one of {', '.join(map(repr, DIALECTS))}, not {api!r}")
+        raise InvalidOptionError(
+            f"api must be one of {', '.join(map(repr, DIALECTS))}, not {api!r}"
+        )
     return dialect

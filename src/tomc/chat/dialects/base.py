@@ -19,7 +19,7 @@ from ..conversation import Entry
 __all__ = ["Dialect", "PassThrough", "as_mapping", "canonical_digest", "part_text"]
 
 
-class PassThrough(Exception):  # noqa: N818 - control flow, not an error
+class PassThrough(Exception):
     """The request must go out unchanged; ``code`` is the stable reason code."""
 
     def __init__(self, code: str, reason: str) -> None:

@@ -14,7 +14,7 @@ from ..conversation import ASSISTANT, INSTRUCTION, TOOL, USER, Entry, ToolCall, 
 from ..conversation import pairing_problems as _pairing
 from .base import PassThrough, as_mapping, canonical_digest, part_text
 
-__all__ = ["ChatCompletions"]
+__all__ = ["ChatCompletions", "check_tool_pairing"]
 
 _ROLES = {"system": INSTRUCTION, "developer": INSTRUCTION, "user": USER, "assistant": ASSISTANT}
 # Fields read into the entry. Others that are set (audio, legacy function_call, ...) may be
@@ -84,7 +84,9 @@ class ChatCompletions:
         calls: list[ToolCall] = []
         for call in message.get("tool_calls") or ():
             if not isinstance(call, Mapping) or not isinstance(call.get("id"), str):
-                raise PassThrough("invalid_request", f"message {index} has a tool call without an id")
+                raise PassThrough(
+                    "invalid_request", f"message {index} has a tool call without an id"
+                )
             if call.get("type", "function") != "function":
                 blocker = blocker or f"a {call.get('type')} tool call"
             function = call.get("function") or {}
@@ -102,7 +104,9 @@ class ChatCompletions:
             counted.append(str(call_id))
             text = ""
         if kind is None:
-            raise PassThrough("unsupported_content", f"message {index} has unsupported role {role!r}")
+            raise PassThrough(
+                "unsupported_content", f"message {index} has unsupported role {role!r}"
+            )
         if calls and kind != ASSISTANT:
             raise PassThrough(
                 "invalid_request", f"message {index} has tool_calls outside an assistant message"
@@ -134,14 +138,10 @@ class ChatCompletions:
         return {**request, "messages": items}
 
     def pairing(self, entries: Sequence[Entry]) -> list[str]:
-        return _pairing(entries, adjacent=True)
+        return _pairing(entries, adjacent=True, allow_pending_tail=True)
 
     def validate(self, items: Sequence[Any]) -> list[str]:
-        try:
-            entries = [self.read(item, index)[0] for index, item in enumerate(items)]
-        except PassThrough as exc:
-            return [exc.reason]
-        return _pairing(entries, adjacent=True)
+        return check_tool_pairing(items)
 
     def finalize(
         self,
@@ -162,6 +162,22 @@ class ChatCompletions:
         completions = getattr(getattr(client, "chat", None), "completions", None)
         create = getattr(completions, "create", None)
         return create if callable(create) else None
+
+
+def check_tool_pairing(messages: Sequence[Any], *, allow_pending_tail: bool = False) -> list[str]:
+    """Problems with Chat Completions' tool pairing rules; an empty list means the list is valid.
+
+    Every tool call id of an assistant message is answered by a ``role: "tool"`` message in the
+    run of tool messages directly after it; every tool message answers a call of that assistant
+    message; no call id is answered twice. With ``allow_pending_tail`` the last group may still
+    lack results (a history whose results are not in yet).
+    """
+    dialect = ChatCompletions()
+    try:
+        entries = [dialect.read(message, index)[0] for index, message in enumerate(messages)]
+    except PassThrough as exc:
+        return [exc.reason]
+    return _pairing(entries, adjacent=True, allow_pending_tail=allow_pending_tail)
 
 
 def _usage_field(usage: Any, name: str) -> int | None:
