@@ -18,6 +18,7 @@ from .errors import (
     InvalidHistoryError,
     InvalidOptionError,
     TomcError,
+    UnsupportedClientError,
 )
 from .notebooks import NotebookStore
 from .result import UNKNOWN, CompileResult, LedgerRow, SourceUnit
@@ -45,6 +46,7 @@ __all__ = [
     "SourceUnit",
     "TokenCounter",
     "TomcError",
+    "UnsupportedClientError",
     "__version__",
     "check_interactive_size",
     "compile_memory",
