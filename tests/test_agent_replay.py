@@ -330,3 +330,17 @@ def test_missing_data_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFix
     bad.write_text('{"messages": "no"}\n')
     assert ar.main(["--data", str(bad)]) == 2
     assert "line 1" in capsys.readouterr().err
+
+
+def test_suite_section_skips_with_a_note_without_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks import run as suite
+
+    monkeypatch.setattr(tj, "DEFAULT_DATA", tmp_path / "agent_trajectories.jsonl.gz")
+    (note,) = suite.agent_loop_section(quick=True)
+    assert note.startswith("Skipped: agent_trajectories.jsonl.gz not found")
+    write_runs(tj.DEFAULT_DATA, [agent_run(8)] * 13)
+    lines = suite.agent_loop_section(quick=True)
+    assert "### Window 24,000 (prompt budget 19,904)" in lines
+    assert any(line.startswith("12 trajectories,") for line in lines)  # the quick set
