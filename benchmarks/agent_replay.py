@@ -232,16 +232,29 @@ def _head_and_tail(request: list[Any], p: Prepared, first: int, count: int) -> l
 
 
 class Tomc:
-    """``AutomaticChatSession.prepare`` through its public call, one session per trajectory."""
+    """``AutomaticChatSession.prepare`` through its public call, one session per trajectory.
+
+    The session is told the model's tokenizer is o200k (an OpenAI model family), so its fit
+    decisions count what this benchmark counts; ``TomcUnknownTokenizer`` runs the same session
+    for a model whose tokenizer is unpublished (its calibrated safety margin).
+    """
+
+    MODEL = "replay"
+    ENCODING: str | None = "o200k_base"
 
     def __init__(self, prepared: Prepared, window: int, reserve: int) -> None:
         self.window, self.reserve = window, reserve
         self.options = {"tools": prepared.tools, "max_tokens": reserve}
-        self.session = AutomaticChatSession(deployment_context_limit=window)
+        profile: dict[str, Any] = {"context_window": window}
+        if self.ENCODING:
+            profile["encoding"] = self.ENCODING
+        self.session = AutomaticChatSession(
+            deployment_context_limit=window, model_profiles={self.MODEL: profile}
+        )
 
     def __call__(self, request: list[Any]) -> Outcome:
         sent, decision = self.session.prepare(
-            model="replay",
+            model=self.MODEL,
             messages=request,
             deployment_context_limit=self.window,
             options=self.options,
@@ -259,11 +272,18 @@ class Tomc:
         self.session.observe_usage(prompt_tokens)
 
 
+class TomcUnknownTokenizer(Tomc):
+    """The same session for a model without a published tokenizer (o200k x margin)."""
+
+    ENCODING = None
+
+
 METHODS: dict[str, Callable[[Prepared, int, int], Callable[[list[Any]], Outcome]]] = {
     "full": Full,
     "sliding": Sliding,
     "chunked": Chunked,
     "tomc": Tomc,
+    "tomc-margin": TomcUnknownTokenizer,
 }
 
 _REASONS = (  # passthrough reasons, most specific first; prose until Decision has a code
