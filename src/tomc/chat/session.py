@@ -654,7 +654,7 @@ class AutomaticChatSession:
                     reusable[segment.region] = segment
         if sum(wanted) <= available:
             return wanted, reusable
-        headroom = int(self.growth_headroom * (plan.window or 0))
+        headroom = int(self.growth_headroom * plan.fit_limit)
         room = available - headroom if available - headroom >= MIN_BUDGET else available
         kept = sum(segment.tokens for segment in reusable.values())
         if reusable and room - kept >= min(MIN_BUDGET, sum(wanted) - kept):

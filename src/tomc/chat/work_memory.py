@@ -63,6 +63,7 @@ class _Group:
     header: str  # "" for the agent's free text
     order: int
     lines: list[int]
+    recency: int = 0
     focus: bool = False
     header_cost: int = 0
     kept: int = 0
@@ -94,8 +95,13 @@ def _paths(text: str) -> set[str]:
     return {match.strip("./") for match in _PATH.findall(text) if len(match) > 2}
 
 
+# A line number that grep -n, cat -n or nl put in front of a line: the same source line seen
+# through two commands is one line.
+_NUMBERED = re.compile(r"^\s*(?:[\w./\-]+:)?\d+[:\t-]\s?")
+
+
 def _key(line: str) -> str:
-    return _SPACE.sub(" ", line).strip()
+    return _SPACE.sub(" ", _NUMBERED.sub("", line)).strip()
 
 
 def build_work_memory(
@@ -162,8 +168,16 @@ def build_work_memory(
         + [call.arguments for entry in focus for call in entry.calls]
     )
     focus_paths = _paths(focus_text)
-    for group in groups:
-        group.focus = bool(focus_paths & _paths(group.header))
+    # A file keeps being worked on after its last read: a call's recency is that of the newest
+    # call touching any of the same files.
+    touched: dict[str, int] = {}
+    group_paths = [_paths(group.header) for group in groups]
+    for group, paths in zip(groups, group_paths, strict=True):
+        for path in paths:
+            touched[path] = group.order
+    for group, paths in zip(groups, group_paths, strict=True):
+        group.focus = bool(focus_paths & paths)
+        group.recency = max([group.order, *(touched[path] for path in paths)])
         # Priced with the longest note it can get, so the rendered header never costs more.
         noted = _with_note(group.header, " (99999 of 99999 output lines kept)")
         group.header_cost = count(noted + "\n") if group.header else 0
