@@ -205,7 +205,28 @@ def simulator_section(quick: bool) -> list[str]:
     ]
 
 
-def render(speed_rows, table, loco, n_questions, skipped, sim_lines, quick, elapsed) -> str:
+def agent_loop_section(quick: bool) -> list[str]:
+    from benchmarks import agent_replay, trajectories
+
+    path = trajectories.DEFAULT_DATA
+    if not path.is_file():
+        return [f"Skipped: {path.name} not found in ../shared/data/ (read there at run time)."]
+    report = agent_replay.run(
+        path,
+        windows=agent_replay.QUICK_WINDOWS if quick else agent_replay.WINDOWS,
+        limit=agent_replay.QUICK_TRAJECTORIES if quick else None,
+    )
+    return [
+        "Produced by the same run (`python -m benchmarks.agent_replay"
+        f"{' --quick' if quick else ''}` prints it alone).",
+        "",
+        *report.to_markdown().splitlines(),
+    ]
+
+
+def render(
+    speed_rows, table, loco, n_questions, skipped, sim_lines, agent_lines, quick, elapsed
+) -> str:
     out = [
         "# Benchmark results",
         "",
@@ -279,6 +300,7 @@ def render(speed_rows, table, loco, n_questions, skipped, sim_lines, quick, elap
                 cells.append(f"{statistics.mean(values):.3f}" if values else "-")
             out.append(f"| {method} | {label} | " + " | ".join(cells) + " |")
     out += ["", "## Prompt-cache cost simulation (AutomaticChatSession)", "", *sim_lines, ""]
+    out += ["## Long agent loops (real trajectories)", "", *agent_lines, ""]
     return "\n".join(out) + "\n"
 
 
@@ -296,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     table = retention(args.quick)
     loco, n_questions, skipped = locomo_recall(args.quick)
     sim_lines = simulator_section(args.quick)
+    agent_lines = agent_loop_section(args.quick)
     # A quick run writes beside the committed full results, never over them.
     suffix = "-quick" if args.quick else ""
     plot_latency(speed_rows, OUT / f"latency{suffix}.png")
@@ -307,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         n_questions,
         skipped,
         sim_lines,
+        agent_lines,
         args.quick,
         time.perf_counter() - started,
     )

@@ -64,14 +64,50 @@ def test_cooldown_counts_logical_requests_then_resumes():
     state = NativeState(cooldown_requests=2)
     assert state.gate() is None
     state.apply(read_native_event("claude", {"hook_event_name": "PreCompact", "trigger": "auto"}))
-    assert "in progress" in state.gate() and "in progress" in state.gate()
+    assert state.gate()[0] == "native_pause" and state.gate()[0] == "native_pause"
     state.apply(read_native_event("codex", codex("item/completed", COMPACTION)))
-    assert state.gate().endswith("1 of 2")
-    assert state.gate().endswith("2 of 2")
+    assert state.gate() == (
+        "native_cooldown",
+        "native compaction completed (codex); cooldown request 1 of 2",
+    )
+    assert state.gate()[1].endswith("2 of 2")
     assert state.gate() is None
     zero = NativeState(cooldown_requests=0)
     zero.apply(read_native_event("codex", codex("thread/compacted")))
     assert zero.gate() is None
+
+
+def test_a_compaction_that_never_completes_pauses_a_bounded_number_of_requests():
+    state = NativeState(cooldown_requests=2, pause_limit=3)
+    state.apply(read_native_event("claude", {"hook_event_name": "PreCompact", "trigger": "auto"}))
+    codes = [gate[0] if gate else None for gate in (state.gate() for _ in range(5))]
+    assert codes == ["native_pause", "native_pause", "native_pause", None, None]
+
+
+def test_a_repeated_completion_does_not_restart_the_cooldown():
+    state = NativeState(cooldown_requests=2)
+    state.apply(read_native_event("codex", codex("item/started", COMPACTION)))
+    assert state.apply(read_native_event("codex", codex("item/completed", COMPACTION)))
+    # The deprecated notification for the same compaction arrives right after.
+    assert not state.apply(read_native_event("codex", codex("thread/compacted")))
+    assert state.gate()[0] == "native_cooldown"
+    assert not state.apply(read_native_event("claude", {"hook_event_name": "PostCompact"}))
+    assert state.gate()[0] == "native_cooldown"
+    assert state.gate() is None
+    # A later, separate compaction does start a new cooldown.
+    assert state.apply(read_native_event("claude", {"hook_event_name": "PostCompact"}))
+    assert state.gate()[0] == "native_cooldown"
+
+
+def test_backoff_thresholds_rearm_after_a_completed_compaction():
+    history = [{"role": "user", "content": "word " * 600}]
+    session = AutomaticChatSession(deployment_context_limit=1000, output_reserve=0)
+    assert session.prepare(model="m", messages=history)[1].code == "backoff"
+    assert session.prepare(model="m", messages=history)[1].code == "fits"
+    session.on_native_event("claude", {"hook_event_name": "PostCompact"})
+    session = session  # the same conversation, compacted by its host
+    codes = [session.prepare(model="m", messages=history)[1].code for _ in range(3)]
+    assert codes == ["native_cooldown", "native_cooldown", "backoff"]
 
 
 def test_ignored_events_do_not_change_the_session():

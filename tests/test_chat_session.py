@@ -71,8 +71,7 @@ def test_passthrough_forwards_the_exact_same_request_body(server, client):
     session.create(client, model="gpt-4o", messages=history, **OPTIONS)
     direct, wrapped = server.requests
     assert wrapped.body == direct.body
-    assert session.last_decision.action == "passthrough"
-    assert session.last_decision.reason.startswith("fits:")
+    assert (session.last_decision.action, session.last_decision.code) == ("passthrough", "fits")
 
 
 def test_compiled_request_changes_only_messages(server, client):
@@ -208,7 +207,7 @@ def test_rebuild_when_history_before_boundary_is_edited():
     edited = [dict(m) for m in history]
     edited[1]["content"] = "Turn 0: check service s0 twice."
     _, decision = session.prepare(model="m", messages=edited)
-    assert decision.action == "compiled"
+    assert decision.code == "compiled"
     assert decision.reason.startswith("history before the boundary was edited")
     assert session.rebuilds == 2
 
@@ -256,21 +255,17 @@ def test_rebuild_when_the_reused_view_no_longer_fits():
             lambda h: h.__setitem__(
                 3, {**h[3], "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}
             ),
-            "non-text content part (image_url)",
+            "unsupported_content",
         ),
-        (
-            lambda h: h.__setitem__(2, {**h[2], "reasoning_content": "opaque"}),
-            "field 'reasoning_content'",
-        ),
-        (lambda h: h.__setitem__(3, {**h[3], "audio": {"id": "a1"}}), "field 'audio'"),
+        (lambda h: h.__setitem__(3, {**h[3], "audio": {"id": "a1"}}), "unsupported_content"),
         (
             lambda h: h.insert(1, {"role": "tool", "tool_call_id": "x", "content": "orphan"}),
-            "breaks tool pairing",
+            "pairing_broken",
         ),
-        (lambda h: h.pop(3), "breaks tool pairing"),
+        (lambda h: h.pop(3), "pairing_broken"),
         (
             lambda h: h.insert(1, {"role": "function", "name": "f", "content": "x"}),
-            "unsupported role 'function'",
+            "unsupported_content",
         ),
     ],
 )
@@ -280,8 +275,7 @@ def test_unsupported_histories_pass_through_unchanged(server, client, mutate, ex
     session = small_window_session(agent_history(24))
     session.create(client, model="m", messages=history)
     decision = session.last_decision
-    assert decision.action == "passthrough"
-    assert expected in decision.reason
+    assert (decision.action, decision.code) == ("passthrough", expected)
     assert server.requests[-1].body["messages"] == json.loads(json.dumps(history))
 
 
@@ -289,33 +283,35 @@ def test_other_passthrough_reasons(monkeypatch):
     history = agent_history(24)
     unknown = AutomaticChatSession()
     sent, decision = unknown.prepare(model="my-private-model", messages=history)
-    assert sent is history and decision.reason.startswith("unknown model 'my-private-model'")
+    assert sent is history and decision.code == "unknown_model"
+    assert "my-private-model" in decision.reason
 
     short = [SYSTEM, {"role": "user", "content": "hi " * 3000}]
     _, decision = small_window_session(short, deployment_context_limit=2000).prepare(
         model="m", messages=short
     )
-    assert "no old history lies before the protected messages" in decision.reason
+    assert decision.code == "nothing_to_compile"
 
     _, decision = small_window_session(history, output_reserve=10**6).prepare(
         model="m", messages=history
     )
-    assert "leave no room" in decision.reason
+    assert decision.code == "cannot_fit"
 
     sent, decision = small_window_session(history).prepare(model="m", messages=iter(history))
+    assert decision.code == "invalid_request"
     assert decision.reason == "messages is a list_iterator, not a list"
 
-    big = small_window_session(history, budget_tokens=10**6, deployment_context_limit=10**7)
-    _, decision = big.prepare(model="m", messages=history)
-    assert "did not shrink" in decision.reason
+    plain = [m for m in history if "tool_calls" not in m and m["role"] != "tool"]
+    big = small_window_session(plain, budget_tokens=10**6, deployment_context_limit=10**7)
+    _, decision = big.prepare(model="m", messages=plain)
+    assert decision.code == "no_shrink"
 
     def explode(*args, **kwargs):
         raise RuntimeError("kernel bug")
 
-    monkeypatch.setattr("tomc.compile_memory", explode)
-    failing = small_window_session(history)
-    sent, decision = failing.prepare(model="m", messages=history)
-    assert sent is history and decision.action == "passthrough"
+    failing = small_window_session(plain, compiler=explode, keep_recent_messages=1)
+    sent, decision = failing.prepare(model="m", messages=plain)
+    assert sent is plain and decision.code == "compile_error"
     assert "compilation failed (RuntimeError: kernel bug)" in decision.reason
     assert failing.rebuilds == 0
 
@@ -346,7 +342,7 @@ def test_backoff_never_sends_an_over_window_request():
         deployment_context_limit=history_tokens(history) // 2, output_reserve=256
     )
     _, decision = session.prepare(model="m", messages=history)
-    assert decision.action == "compiled"
+    assert decision.code == "compiled"
     assert "first crossed 90%" in decision.reason and "would not fit" in decision.reason
 
 
@@ -355,7 +351,7 @@ def test_usage_from_a_non_streaming_response_is_the_next_hint(server, client):
     session = AutomaticChatSession(deployment_context_limit=10**6)
     history = agent_history(2)
     session.create(client, model="m", messages=history)
-    assert session.last_decision.hint_source == "string-length"
+    assert session.last_decision.hint_source == "estimate"
     session.create(client, model="m", messages=history)
     assert (session.last_decision.context_hint, session.last_decision.hint_source) == (
         777,
@@ -363,7 +359,7 @@ def test_usage_from_a_non_streaming_response_is_the_next_hint(server, client):
     )
     session.create(client, model="m", messages=history, stream=True)
     session.create(client, model="m", messages=history)
-    assert session.last_decision.hint_source == "string-length"  # a stream carries no hint
+    assert session.last_decision.hint_source == "estimate"  # a stream carries no hint
 
 
 def test_native_events_gate_requests(server, client):
@@ -382,14 +378,13 @@ def test_native_events_gate_requests(server, client):
     )
     assert started.kind == "started"
     session.create(client, model="m", messages=history)
-    assert session.last_decision.reason.startswith("native compaction in progress (codex")
+    assert session.last_decision.code == "native_pause"
     session.on_native_event("claude", {"hook_event_name": "PostCompact", "compact_summary": "s"})
-    reasons = []
+    codes = []
     for _ in range(3):
         session.create(client, model="m", messages=history)
-        reasons.append(session.last_decision.reason)
-    assert reasons[0].endswith("cooldown request 1 of 2")
-    assert reasons[1].endswith("cooldown request 2 of 2")
+        codes.append(session.last_decision.code)
+    assert codes == ["native_cooldown", "native_cooldown", "compiled"]
     assert session.last_decision.action == "compiled"
     assert session.on_native_event("codex", {"method": "thread/tokenUsage/updated"}).kind == (
         "ignored"
@@ -429,8 +424,8 @@ def test_every_decision_is_logged(caplog):
         session.prepare(model="m", messages=history)
         session.prepare(model="m", messages=history)
     lines = [r.getMessage() for r in caplog.records if r.name == "tomc.chat"]
-    assert lines[0].startswith("request 1 compiled:")
-    assert lines[1].startswith("request 2 reused:")
+    assert lines[0].startswith("request 1 compiled [compiled]:")
+    assert lines[1].startswith("request 2 reused [reused]:")
     assert session.last_decision.to_dict()["rebuilds"] == 1
 
 

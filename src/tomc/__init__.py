@@ -24,6 +24,7 @@ from .errors import (
     NotebookNotFoundError,
     NotebookStoreError,
     TomcError,
+    UnsupportedClientError,
 )
 from .result import UNKNOWN, CompileResult, LedgerRow, SourceUnit
 from .sources import MAX_INTERACTIVE_CHARS, MAX_TASK_CHARS, check_interactive_size
@@ -58,6 +59,7 @@ __all__ = [
     "SourceUnit",
     "TokenCounter",
     "TomcError",
+    "UnsupportedClientError",
     "__version__",
     "check_interactive_size",
     "compile_memory",

@@ -17,6 +17,7 @@ __all__ = [
     "NotebookNotFoundError",
     "NotebookStoreError",
     "TomcError",
+    "UnsupportedClientError",
 ]
 
 
@@ -64,3 +65,7 @@ class CompiledMemoryRefusedError(TomcError, ValueError):
 
 class NotebookStoreError(TomcError, RuntimeError):
     """The notebook store cannot be used: its folder or database file is unusable."""
+
+
+class UnsupportedClientError(TomcError, TypeError):
+    """A model client the session cannot drive (async where sync is expected, no such method)."""

@@ -7,15 +7,18 @@ This package depends on the core compiler, never the other way round.
 
 from __future__ import annotations
 
+from .decision import CODES, Decision
+from .dialects.chat_completions import check_tool_pairing
 from .native import NativeEvent
 from .profiles import ModelProfile
-from .protocol import check_tool_pairing
-from .session import AutomaticChatSession, Decision
+from .session import AutomaticChatSession, PreparedRequest
 
 __all__ = [
+    "CODES",
     "AutomaticChatSession",
     "Decision",
     "ModelProfile",
     "NativeEvent",
+    "PreparedRequest",
     "check_tool_pairing",
 ]

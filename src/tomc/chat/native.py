@@ -75,35 +75,68 @@ def read_native_event(source: str, event: Any) -> NativeEvent:
 
 
 class NativeState:
-    """Whether a native compaction is running, and how many requests still cool down after one."""
+    """Whether a native compaction is running, and how many requests still cool down after one.
 
-    def __init__(self, cooldown_requests: int) -> None:
+    A compaction that starts and never reports completion pauses at most ``pause_limit`` logical
+    requests, then the session resumes (a lost completion event must not disable it forever). A
+    completion with no start since the last one, arriving before any request or while that one's
+    cooldown still runs (a host that sends both ``item/completed`` and ``thread/compacted``), does
+    not restart the cooldown.
+    """
+
+    def __init__(self, cooldown_requests: int, pause_limit: int = 8) -> None:
         if cooldown_requests < 0:
             raise ValueError("native_cooldown_requests must be >= 0")
+        if pause_limit < 1:
+            raise ValueError("native_pause_limit must be >= 1")
         self.cooldown_requests = cooldown_requests
+        self.pause_limit = pause_limit
         self.in_progress: NativeEvent | None = None
+        self.paused_requests = 0
         self.cooldown_left = 0
         self.last_completed: NativeEvent | None = None
+        self._requests_since_completion: int | None = None
 
-    def apply(self, event: NativeEvent) -> None:
+    def apply(self, event: NativeEvent) -> bool:
+        """Apply an event; ``False`` when it changes nothing (ignored, or a repeated completion)."""
         if event.kind == "started":
             self.in_progress = event
-        elif event.kind == "completed":
-            self.in_progress = None
-            self.cooldown_left = self.cooldown_requests
-            self.last_completed = event
+            self.paused_requests = 0
+            return True
+        if event.kind != "completed":
+            return False
+        if self.in_progress is None and (
+            self._requests_since_completion == 0 or self.cooldown_left > 0
+        ):
+            return False  # the same compaction reported again, or its cooldown still running
+        self.in_progress = None
+        self.cooldown_left = self.cooldown_requests
+        self.last_completed = event
+        self._requests_since_completion = 0
+        return True
 
-    def gate(self) -> str | None:
-        """Called once per logical request: a pass-through reason, or ``None`` to proceed."""
+    def gate(self) -> tuple[str, str] | None:
+        """Called once per logical request: ``(code, reason)`` to pass through, else ``None``."""
+        if self._requests_since_completion is not None:
+            self._requests_since_completion += 1
         if self.in_progress is not None:
             event = self.in_progress
-            return f"native compaction in progress ({event.source}: {event.detail})"
+            if self.paused_requests < self.pause_limit:
+                self.paused_requests += 1
+                return (
+                    "native_pause",
+                    f"native compaction in progress ({event.source}: {event.detail}); "
+                    f"request {self.paused_requests} of at most {self.pause_limit}",
+                )
+            # No completion arrived within the bound: resume rather than stay paused forever.
+            self.in_progress = None
         if self.cooldown_left > 0:
             done = self.cooldown_requests - self.cooldown_left + 1
             self.cooldown_left -= 1
             source = self.last_completed.source if self.last_completed else "native"
             return (
+                "native_cooldown",
                 f"native compaction completed ({source}); cooldown request {done} of "
-                f"{self.cooldown_requests}"
+                f"{self.cooldown_requests}",
             )
         return None

@@ -14,6 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from ..counters import BPE_ENCODINGS
 from ..errors import InvalidOptionError
 
 __all__ = ["ModelProfile", "ProfileTable", "bundled_profiles", "effective_window"]
@@ -31,6 +32,8 @@ class ModelProfile:
     max_output_tokens: int | None = None
     provider: str = ""
     source: str = ""
+    #: The model's BPE encoding, where published (``o200k_base``): fit decisions count exactly.
+    encoding: str | None = None
 
     @classmethod
     def from_mapping(cls, model: str, data: Mapping[str, Any]) -> ModelProfile:
@@ -40,12 +43,18 @@ class ModelProfile:
         output = data.get("max_output_tokens")
         if output is not None and (not isinstance(output, int) or output <= 0):
             raise InvalidOptionError(f"profile {model!r}: max_output_tokens must be positive")
+        encoding = data.get("encoding")
+        if encoding is not None and encoding not in BPE_ENCODINGS:
+            raise InvalidOptionError(
+                f"profile {model!r}: encoding must be one of {', '.join(BPE_ENCODINGS)}"
+            )
         return cls(
             model=model,
             context_window=window,
             max_output_tokens=output,
             provider=str(data.get("provider", "")),
             source=str(data.get("source", "")),
+            encoding=encoding,
         )
 
 

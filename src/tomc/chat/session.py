@@ -1,122 +1,160 @@
 """AutomaticChatSession: rewrite only old history, keep prefix caches warm, fail open.
 
-One session per conversation. Every ``create`` call is one logical model request; it forwards
-the caller's client, model and options unchanged and changes only ``messages``.
+One session per conversation. Every ``create`` call is one logical model request (an agent makes
+many per user message); it forwards the caller's client, model and options unchanged and changes
+only the history list, in whichever wire format the client speaks (see :mod:`.dialects`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import inspect
 import logging
 import threading
+import time
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..budget import default_budget
-from ..counters import LexicalCounter
+from ..budget import MIN_BUDGET, default_budget
+from ..errors import InvalidOptionError, UnsupportedClientError
+from .conversation import INSTRUCTION, Entry
+from .decision import Decision
+from .dialects import DIALECTS, Dialect, PassThrough, dialect_for
+from .layout import HISTORY, Layout, Region, plan_layout
+from .memory import build_region_memory
+from .meter import CALL_OVERHEAD, ITEM_OVERHEAD, TokenMeter, meter_for
 from .native import NativeEvent, NativeState, read_native_event
 from .profiles import ModelProfile, ProfileTable, effective_window
-from .protocol import (
-    INSTRUCTION_ROLES,
-    OVERHEAD_PER_MESSAGE,
-    as_message,
-    canonical,
-    check_tool_pairing,
-    content_text,
-    estimate_tokens,
-    history_hash,
-    latest_user_index,
-    message_text,
-    protected_boundary,
-    unsupported_reason,
-)
 
-__all__ = ["AutomaticChatSession", "Decision"]
+__all__ = ["AutomaticChatSession", "PreparedRequest"]
 
 logger = logging.getLogger("tomc.chat")
-_LEXICAL = LexicalCounter()
 POLICIES = ("stable", "cadence")
-MEMORY_HEADER = (
-    "[TOMC memory of {count} earlier messages, compiled on the CPU. It replaces them in this "
-    "request: records are exact; source lines are selected excerpts in their original order, "
-    "so a detail that is missing here was left out, not absent.]\n"
-)
-_MAX_CACHED_ESTIMATES = 200_000
+WORK_QUERIES = ("task", "task+step")
+THINKING_PREFIX = ("passthrough", "drop_block")
+#: Attempts at a smaller memory when a built view still measures over the window.
+_FIT_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
-class Decision:
-    """What one logical request did, and why.
+class PreparedRequest:
+    """A decided request: the body to send, the decision, and headers to add (rarely any)."""
 
-    ``action`` is ``compiled`` (memory built or rebuilt: a full prefix-cache miss), ``reused``
-    (the frozen memory sent again) or ``passthrough`` (messages sent unchanged). Token figures
-    are lexical estimates, not provider billing.
-    """
-
-    request: int
-    action: str
-    reason: str
-    model: str
-    policy: str
-    tokens_before: int
-    tokens_after: int
-    effective_window: int | None
-    output_reserve: int
-    memory_budget: int | None
-    memory_tokens: int | None
-    compiled_messages: int
-    rebuilds: int
-    context_hint: int | None
-    hint_source: str | None
-    compile_latency_s: float
-    applied_strategy: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    body: dict[str, Any]
+    decision: Decision
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class _Memory:
-    """A built memory: it stands for the non-instruction messages before ``boundary``."""
+class _Segment:
+    """A region replaced by one memory item."""
 
-    boundary: int
-    source_hash: str
+    region: Region
+    item: Any
+    entry: Entry
     text: str
-    role: str
     tokens: int
     budget: int
-    explicit_budget: int | None
-    built_len: int
-    built_request: int
-    compiled_messages: int
-    applied_strategy: str
+    compiled: int
+    strategy: str
     latency_s: float
 
 
-class _Pass(Exception):
-    """Control flow inside ``prepare``: send the request unchanged, for this reason."""
+@dataclass(frozen=True)
+class _Frozen:
+    """The memory in use: its segments and the entries it stands for (compared by identity)."""
 
-    def __init__(self, reason: str) -> None:
+    segments: tuple[_Segment, ...]
+    entries: tuple[Entry, ...]
+    explicit_budget: int | None
+    built_request: int
+    built_len: int
+    dialect: str
+
+
+class _Pass(Exception):
+    def __init__(self, code: str, reason: str) -> None:
         super().__init__(reason)
+        self.code = code
         self.reason = reason
 
 
+class _ItemCache:
+    """Per-item reads of the previous request, so a request costs about its new items.
+
+    Items are compared with a structural snapshot taken when they were read (containers copied,
+    strings shared): an unchanged item compares equal at C speed, and an item edited in place
+    or replaced reads again. Objects that are not dicts or lists (SDK models) compare by identity.
+    """
+
+    def __init__(self) -> None:
+        self.key: tuple[str, int] | None = None
+        self.snapshots: list[Any] = []
+        self.entries: list[Entry] = []
+
+    def read(self, dialect: Dialect, meter: TokenMeter, items: Sequence[Any]) -> list[Entry]:
+        key = (dialect.name, id(meter))
+        if key != self.key:
+            self.key, self.snapshots, self.entries = key, [], []
+        same = 0
+        limit = min(len(items), len(self.snapshots))
+        snapshots = self.snapshots
+        while same < limit and _same(items[same], snapshots[same]):
+            same += 1
+        entries = self.entries[:same]
+        snapshots = snapshots[:same]
+        for index in range(same, len(items)):
+            item = items[index]
+            entry, counted = dialect.read(item, index)
+            structure = len(entry.calls) + len(entry.outputs)
+            tokens = meter.count(counted) + ITEM_OVERHEAD + CALL_OVERHEAD * structure
+            entries.append(replace(entry, tokens=tokens))
+            snapshots.append(_snapshot(item))
+        self.snapshots, self.entries = snapshots, entries
+        return entries
+
+
+def _snapshot(value: Any) -> Any:
+    if type(value) is dict:
+        return {key: _snapshot(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_snapshot(item) for item in value]
+    return value
+
+
+def _same(item: Any, snapshot: Any) -> bool:
+    if type(item) is dict or type(item) is list:
+        return item == snapshot
+    return item is snapshot
+
+
+_LAST_DECISION: contextvars.ContextVar[Decision | None] = contextvars.ContextVar(
+    "tomc_last_decision", default=None
+)
+
+
 class AutomaticChatSession:
-    """A drop-in, cache-friendly wrapper around the caller's Chat Completions client.
+    """A drop-in, cache-friendly wrapper around the caller's own model client.
 
-    ``create(client, model=..., messages=..., **options)`` calls
-    ``client.chat.completions.create`` with the same model and options and a rewritten
-    ``messages``: old history becomes one compiled memory message; system and developer
-    messages, the latest user message, the ``keep_recent_messages`` most recent messages and any
-    pending tool protocol stay byte-identical. Anything the wrapper cannot handle safely passes
-    through unchanged, with the reason in :attr:`last_decision`.
+    ``create(client, model=..., messages=... | input=..., **options)`` sends the request through
+    the client's own method (Chat Completions, Anthropic Messages or OpenAI Responses, chosen by
+    ``api`` or from the client and the request) with the same model and options and a rewritten
+    history: old history and finished tool work become compiled memory items; instructions, the
+    latest user message, the ``keep_recent_messages`` newest items, the latest assistant item and
+    pending tool protocol stay byte-identical. Whatever the wrapper cannot handle safely goes out
+    unchanged, with the reason in :attr:`last_decision`.
 
-    ``refresh_policy="stable"`` (default) freezes the memory so that consecutive requests share
-    a prefix; it is (re)built only when the request would not fit, history before the boundary
-    changed, the explicit budget changed, or ``stable_growth_tokens`` of new history arrived.
-    ``refresh_policy="cadence"`` rebuilds every ``refresh_every`` requests for the latest task;
-    it defeats prefix caching and suits only providers without it.
+    ``refresh_policy="stable"`` (default) freezes the memory so that consecutive requests share a
+    prefix. When the reused view would no longer fit, the boundary advances (newer finished groups
+    join the compiled region) rather than the same region shrinking; ``growth_headroom`` of the
+    window is kept free so one rebuild lasts many requests. ``refresh_policy="cadence"`` rebuilds
+    every ``refresh_every`` requests; it defeats prefix caching.
+
+    A session is one conversation: use one per conversation, from any number of threads. Each
+    caller sees its own request's decision in :attr:`last_decision`.
     """
 
     def __init__(
@@ -126,6 +164,7 @@ class AutomaticChatSession:
         refresh_every: int = 2,
         stable_growth_tokens: int | None = None,
         native_cooldown_requests: int = 2,
+        native_pause_limit: int = 8,
         deployment_context_limit: int | None = None,
         output_reserve: int = 8192,
         budget_tokens: int | None = None,
@@ -135,22 +174,33 @@ class AutomaticChatSession:
         memory_role: str = "user",
         growth_headroom: float = 0.2,
         backoff_thresholds: Sequence[float] = (0.5, 0.9),
+        work_query: str = "task+step",
+        api: str | None = None,
+        thinking_prefix: str = "passthrough",
+        compiler: Callable[..., Any] | None = None,
     ) -> None:
-        if refresh_policy not in POLICIES:
-            raise ValueError(f"refresh_policy must be one of {POLICIES}, not {refresh_policy!r}")
+        _check_choice("refresh_policy", refresh_policy, POLICIES)
+        _check_choice("work_query", work_query, WORK_QUERIES)
+        _check_choice("thinking_prefix", thinking_prefix, THINKING_PREFIX)
+        if api is not None:
+            _check_choice("api", api, tuple(DIALECTS))
         if refresh_every < 1:
-            raise ValueError("refresh_every must be >= 1")
+            raise InvalidOptionError("refresh_every must be >= 1")
         if memory_role not in ("user", "system", "developer", "assistant"):
-            raise ValueError(f"unsupported memory_role {memory_role!r}")
+            raise InvalidOptionError(f"unsupported memory_role {memory_role!r}")
         if not 0 <= growth_headroom < 1:
-            raise ValueError("growth_headroom must be in [0, 1)")
+            raise InvalidOptionError("growth_headroom must be in [0, 1)")
+        if keep_recent_messages < 0 or output_reserve < 0 or native_pause_limit < 1:
+            raise InvalidOptionError(
+                "keep_recent_messages and output_reserve must be >= 0, native_pause_limit >= 1"
+            )
         for name, value in (
             ("stable_growth_tokens", stable_growth_tokens),
             ("deployment_context_limit", deployment_context_limit),
             ("budget_tokens", budget_tokens),
         ):
             if value is not None and value <= 0:
-                raise ValueError(f"{name} must be positive")
+                raise InvalidOptionError(f"{name} must be positive")
         self.refresh_policy = refresh_policy
         self.refresh_every = refresh_every
         self.stable_growth_tokens = stable_growth_tokens
@@ -162,71 +212,99 @@ class AutomaticChatSession:
         self.memory_role = memory_role
         self.growth_headroom = growth_headroom
         self.backoff_thresholds = tuple(sorted(backoff_thresholds))
+        self.work_query = work_query
+        self.api = api
+        self.thinking_prefix = thinking_prefix
         self.profiles = ProfileTable(model_profiles)
-        self.native = NativeState(native_cooldown_requests)
+        self.native = NativeState(native_cooldown_requests, native_pause_limit)
         self.decisions: deque[Decision] = deque(maxlen=1000)
         self.rebuilds = 0
+        self._compiler = compiler
         self._requests = 0
-        self._memory: _Memory | None = None
+        self._frozen: _Frozen | None = None
         self._usage_hint: int | None = None
         self._thresholds_done: set[float] = set()
-        self._estimates: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._native_epoch = 0
+        self._items = _ItemCache()
+        self._meters: dict[str | None, TokenMeter] = {}
+        self._last_sent: tuple[int, TokenMeter] | None = None
+        self._lock = threading.RLock()
 
     # ----------------------------------------------------------------- public surface
 
     @property
     def last_decision(self) -> Decision | None:
-        """The decision of the most recent request, or ``None`` before the first."""
-        return self.decisions[-1] if self.decisions else None
+        """The decision of this caller's latest request (per thread and per asyncio task)."""
+        mine = _LAST_DECISION.get()
+        if mine is not None and any(d is mine for d in reversed(self.decisions)):
+            return mine
+        return None
 
     def create(
         self,
         client: Any,
         *,
         model: str,
-        messages: Any,
+        api: str | None = None,
         task: str | None = None,
         deployment_context_limit: int | None = None,
         budget_tokens: int | None = None,
         **options: Any,
     ) -> Any:
-        """Send one request through ``client.chat.completions.create``; return its result as is.
+        """Send one request with ``client``'s own method; return its result as is.
 
-        ``task`` (default: the latest user message), ``deployment_context_limit`` and
-        ``budget_tokens`` are TOMC's own arguments and are not forwarded. Every other keyword is
-        forwarded unchanged. A stream is returned unconsumed.
+        Pass ``messages=`` (Chat Completions, Anthropic Messages) or ``input=`` (Responses) and
+        any other option the method takes; all are forwarded unchanged except the history list.
+        ``api`` (``"chat"``, ``"messages"``, ``"responses"``), ``task``,
+        ``deployment_context_limit`` and ``budget_tokens`` are TOMC's own. A stream is returned
+        unconsumed. A client this method cannot drive (an async client, a client without the
+        format's method) is refused with :class:`tomc.UnsupportedClientError` before anything
+        about the session changes.
         """
-        sent, _ = self.prepare(
-            model=model,
-            messages=messages,
+        dialect, send = self._resolve(client, api, options, want_async=False)
+        prepared = self.prepare_request(
+            {"model": model, **options},
+            api=dialect.name,
             task=task,
             deployment_context_limit=deployment_context_limit,
             budget_tokens=budget_tokens,
-            options=options,
         )
-        response = client.chat.completions.create(model=model, messages=sent, **options)
+        response = send(**_with_headers(prepared.body, prepared.headers))
         if not options.get("stream"):
             # Reading usage from a finished response is free; a stream is left untouched.
-            self.observe_usage(getattr(response, "usage", None))
+            self.observe_usage(dialect.prompt_tokens(response))
         return response
 
-    def observe_usage(self, usage: Any) -> None:
-        """Record the provider's prompt size (int, usage object or mapping) as the next hint."""
-        if isinstance(usage, Mapping):
-            usage = usage.get("prompt_tokens")
-        elif usage is not None and not isinstance(usage, int):
-            usage = getattr(usage, "prompt_tokens", None)
-        if isinstance(usage, int) and not isinstance(usage, bool) and usage >= 0:
-            self._usage_hint = usage
+    async def acreate(
+        self,
+        client: Any,
+        *,
+        model: str,
+        api: str | None = None,
+        task: str | None = None,
+        deployment_context_limit: int | None = None,
+        budget_tokens: int | None = None,
+        **options: Any,
+    ) -> Any:
+        """:meth:`create` for async clients (``AsyncOpenAI``, ``AsyncAnthropic``): awaits the call.
 
-    def on_native_event(self, source: str, event: Any) -> NativeEvent:
-        """Feed a host's native compaction event (``"codex"`` or ``"claude"``); never raises."""
-        result = read_native_event(source, event)
-        with self._lock:
-            self.native.apply(result)
-        logger.info("native event %s: %s (%s)", result.source, result.kind, result.detail)
-        return result
+        Deciding and compiling run in a worker thread, so a large compile never blocks the event
+        loop.
+        """
+        dialect, send = self._resolve(client, api, options, want_async=True)
+        prepared = await asyncio.to_thread(
+            self.prepare_request,
+            {"model": model, **options},
+            api=dialect.name,
+            task=task,
+            deployment_context_limit=deployment_context_limit,
+            budget_tokens=budget_tokens,
+        )
+        _LAST_DECISION.set(prepared.decision)
+        response = await send(**_with_headers(prepared.body, prepared.headers))
+        if not options.get("stream"):
+            self.observe_usage(dialect.prompt_tokens(response))
+        return response
 
     def prepare(
         self,
@@ -238,30 +316,119 @@ class AutomaticChatSession:
         budget_tokens: int | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> tuple[Any, Decision]:
-        """Decide one request without sending it: ``(messages to send, decision)``.
+        """Decide one Chat Completions request without sending it: ``(messages, decision)``.
 
         On pass-through the very ``messages`` object is returned.
         """
+        prepared = self.prepare_request(
+            {**(options or {}), "model": model, "messages": messages},
+            api="chat",
+            task=task,
+            deployment_context_limit=deployment_context_limit,
+            budget_tokens=budget_tokens,
+        )
+        return prepared.body["messages"], prepared.decision
+
+    def prepare_request(
+        self,
+        request: Mapping[str, Any],
+        *,
+        api: str | None = None,
+        task: str | None = None,
+        deployment_context_limit: int | None = None,
+        budget_tokens: int | None = None,
+    ) -> PreparedRequest:
+        """Decide one request body in any supported format without sending it.
+
+        ``request`` is what the SDK method would receive (or the JSON body a gateway received).
+        On pass-through the body is the very ``request`` object (as a dict).
+        """
+        dialect = dialect_for(api or self.api, request)
         with self._lock:
             self._requests += 1
-            plan = _Plan(self, model, messages, options or {})
+            plan = _Plan(self, dialect, request)
             try:
-                sent = self._decide(plan, task, deployment_context_limit, budget_tokens)
-            except _Pass as passed:
-                plan.action, plan.reason, sent = "passthrough", passed.reason, messages
-                plan.tokens_after = plan.tokens_before
+                body, headers = self._decide(plan, task, deployment_context_limit, budget_tokens)
+            except (_Pass, PassThrough) as passed:
+                plan.passthrough(passed.code, passed.reason)
+                if passed.code == "agent_compaction":
+                    # The agent compacts its own history: what follows is a new history, so
+                    # cool down as after a native compaction event.
+                    event = NativeEvent(dialect.name, "completed", "the agent's compaction request")
+                    if self.native.apply(event):
+                        self._thresholds_done.clear()
+                body, headers = dict(request) if not isinstance(request, dict) else request, {}
             decision = plan.decision()
             self.decisions.append(decision)
+            if plan.meter is not None:
+                self._last_sent = (plan.tokens_after, plan.meter)
+        _LAST_DECISION.set(decision)
         logger.info(
-            "request %d %s: %s (%s -> %s tokens, rebuilds %d)",
+            "request %d %s [%s]: %s (%s -> %s tokens, rebuilds %d)",
             decision.request,
             decision.action,
+            decision.code,
             decision.reason,
             decision.tokens_before,
             decision.tokens_after,
             decision.rebuilds,
         )
-        return sent, decision
+        return PreparedRequest(body, decision, headers)
+
+    def observe_usage(self, usage: Any) -> None:
+        """Record the provider's prompt size (an int, usage object or mapping) of the last request.
+
+        It is the next request's context hint, and when it exceeds what the session estimated
+        for that request, the estimate's safety factor rises to match.
+        """
+        if isinstance(usage, Mapping):
+            usage = usage.get("prompt_tokens", usage.get("input_tokens"))
+        elif usage is not None and not isinstance(usage, int):
+            usage = getattr(usage, "prompt_tokens", None) or getattr(usage, "input_tokens", None)
+        if isinstance(usage, int) and not isinstance(usage, bool) and usage >= 0:
+            with self._lock:
+                self._usage_hint = usage
+                if self._last_sent is not None:
+                    estimated, meter = self._last_sent
+                    meter.learn(estimated, usage)
+
+    def on_native_event(self, source: str, event: Any) -> NativeEvent:
+        """Feed a host's native compaction event (``"codex"`` or ``"claude"``); never raises."""
+        result = read_native_event(source, event)
+        with self._lock:
+            applied = self.native.apply(result)
+            if applied and result.kind == "completed":
+                # A compacted conversation is a new one for the back-off thresholds.
+                self._thresholds_done.clear()
+        logger.info("native event %s: %s (%s)", result.source, result.kind, result.detail)
+        return result
+
+    # ----------------------------------------------------------------- client dispatch
+
+    def _resolve(
+        self, client: Any, api: str | None, options: Mapping[str, Any], *, want_async: bool
+    ) -> tuple[Dialect, Callable[..., Any]]:
+        if api is not None:
+            _check_choice("api", api, tuple(DIALECTS))
+        name = api or self.api
+        candidates = [DIALECTS[name]] if name else _guess(client, options)
+        for dialect in candidates:
+            send = dialect.endpoint(client)
+            if send is None:
+                continue
+            is_async = inspect.iscoroutinefunction(inspect.unwrap(send))
+            if is_async != want_async:
+                method, other = ("create", "acreate") if want_async else ("acreate", "create")
+                raise UnsupportedClientError(
+                    f"{type(client).__name__} is {'an async' if is_async else 'a sync'} client: "
+                    f"use session.{other}(...) with it, not session.{method}(...)"
+                )
+            return dialect, send
+        wanted = ", ".join(f"{d.name} ({d.method_name})" for d in candidates)
+        raise UnsupportedClientError(
+            f"{type(client).__name__} has no method for {wanted}; pass a Chat Completions, "
+            "Anthropic Messages or OpenAI Responses client (or name the format with api=...)"
+        )
 
     # ----------------------------------------------------------------- decision steps
 
@@ -271,38 +438,40 @@ class AutomaticChatSession:
         task: str | None,
         deployment_limit: int | None,
         explicit_budget: int | None,
-    ) -> list[Any]:
-        gate = self.native.gate()  # every logical request counts toward the cooldown
-        plan.read_messages()
-        if gate:
-            raise _Pass(gate)
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        gate = self.native.gate()  # every logical request counts toward pause and cooldown
         profile = self.profiles.get(plan.model) if isinstance(plan.model, str) else None
+        plan.meter = self._meter(profile)
+        plan.read()
+        if gate is not None:
+            raise _Pass(*gate)
         limit = deployment_limit if deployment_limit is not None else self.deployment_context_limit
         window = effective_window(profile, limit)
         if window is None:
             raise _Pass(
+                "unknown_model",
                 f"unknown model {plan.model!r}: no bundled profile and no "
-                "deployment_context_limit, so no capacity is assumed"
+                "deployment_context_limit, so no capacity is assumed",
             )
         plan.window = window
         plan.fit_limit = window - plan.output_reserve
         self._backoff(plan)
         explicit = explicit_budget if explicit_budget is not None else self.budget_tokens
-        memory = self._memory
-        why = "" if memory is None else self._stale(memory, plan, explicit)
-        if memory is not None and not why:
-            view, view_tokens = self._view(plan, memory)
+        frozen = self._frozen
+        why = "" if frozen is None else self._stale(frozen, plan, explicit)
+        if frozen is not None and not why:
+            view, view_tokens = _view(plan, frozen.segments)
             if view_tokens > plan.fit_limit:
                 why = f"reused view ({view_tokens:,} tokens) would not fit {plan.fit_limit:,}"
             elif self.refresh_policy == "cadence" and (
-                self._requests - memory.built_request >= self.refresh_every
+                self._requests - frozen.built_request >= self.refresh_every
             ):
                 why = f"cadence: refresh every {self.refresh_every} request(s)"
-            elif grown := self._growth(plan, memory.built_len):
+            elif grown := self._growth(plan, frozen.built_len):
                 why = grown
             else:
-                plan.use(memory, view_tokens, "reused", "frozen memory reused; prefix unchanged")
-                return view
+                plan.use(frozen.segments, view_tokens, "reused", "frozen memory reused")
+                return self._finish(plan, view, frozen.segments)
         if self.refresh_policy == "stable":
             fits = plan.tokens_before <= plan.fit_limit
             trigger = (
@@ -312,234 +481,422 @@ class AutomaticChatSession:
                 else ("explicit budget_tokens given" if explicit else self._growth(plan, 0))
             )
             if not trigger:
-                self._memory = None if why else memory
+                if why:
+                    self._frozen = None
                 prefix = f"{why}; " if why else ""
                 raise _Pass(
+                    "fits",
                     f"{prefix}fits: {plan.tokens_before:,} of {plan.fit_limit:,} tokens "
-                    "available; nothing rewritten (stable policy keeps the full prefix)"
+                    "available; nothing rewritten (the stable policy keeps the full prefix)",
                 )
             why = f"{why}; {trigger}" if why else trigger
         elif not why:
             why = "cadence: first build"
         return self._build(plan, task, explicit, why)
 
+    def _meter(self, profile: ModelProfile | None) -> TokenMeter:
+        encoding = profile.encoding if profile else None
+        meter = self._meters.get(encoding)
+        if meter is None:
+            meter = self._meters[encoding] = meter_for(encoding)
+        return meter
+
     def _backoff(self, plan: _Plan) -> None:
         if self._usage_hint is not None:
-            # Usage describes the previous request; it is used once, then strings take over.
+            # Usage describes the previous request; it is used once, then estimates take over.
             plan.hint, plan.hint_source, self._usage_hint = self._usage_hint, "usage", None
         else:
-            chars = sum(len(message_text(message)) for message in plan.normalized)
-            plan.hint, plan.hint_source = (chars + 3) // 4, "string-length"
+            plan.hint, plan.hint_source = plan.tokens_before, "estimate"
+        window = plan.window or 0
         crossed = [
             share
             for share in self.backoff_thresholds
-            if share not in self._thresholds_done and plan.hint >= share * plan.window
+            if share not in self._thresholds_done and plan.hint >= share * window
         ]
         if not crossed:
             return
         self._thresholds_done.update(crossed)
         reason = (
             f"backoff: context hint {plan.hint:,} ({plan.hint_source}) first crossed "
-            f"{max(crossed):.0%} of the effective window {plan.window:,}"
+            f"{max(crossed):.0%} of the effective window {window:,}"
         )
         if plan.tokens_before <= plan.fit_limit:
-            raise _Pass(reason)
+            raise _Pass("backoff", reason)
         plan.notes.append(f"{reason}, but the unchanged request would not fit")
 
-    def _stale(self, memory: _Memory, plan: _Plan, explicit: int | None) -> str:
-        if len(plan.normalized) < memory.boundary or (
-            history_hash(plan.canon[: memory.boundary]) != memory.source_hash
+    def _stale(self, frozen: _Frozen, plan: _Plan, explicit: int | None) -> str:
+        if frozen.dialect != plan.dialect.name:
+            return "the request format changed"
+        entries = plan.entries
+        if len(entries) < len(frozen.entries) or any(
+            a is not b for a, b in zip(frozen.entries, entries, strict=False)
         ):
             return "history before the boundary was edited"
-        if explicit != memory.explicit_budget:
+        if explicit != frozen.explicit_budget:
             return "the explicit budget changed"
-        if memory.boundary > protected_boundary(plan.normalized, self.keep_recent_messages):
-            return "protected messages now fall before the boundary"
         return ""
 
     def _growth(self, plan: _Plan, since: int) -> str:
         if self.stable_growth_tokens is None:
             return ""
-        grown = sum(plan.tokens[since:])
+        grown = sum(entry.tokens for entry in plan.entries[since:])
         if grown < self.stable_growth_tokens:
             return ""
         return f"{grown:,} new history tokens (stable_growth_tokens={self.stable_growth_tokens:,})"
 
-    def _view(self, plan: _Plan, memory: _Memory) -> tuple[list[Any], int]:
-        kept = [
-            index
-            for index in range(memory.boundary)
-            if plan.normalized[index].get("role") in INSTRUCTION_ROLES
-        ]
-        view = [plan.messages[index] for index in kept]
-        view.append({"role": memory.role, "content": memory.text})
-        view.extend(plan.messages[memory.boundary :])
-        tokens = (
-            sum(plan.tokens[index] for index in kept)
-            + memory.tokens
-            + sum(plan.tokens[memory.boundary :])
-            + plan.tools_tokens
-        )
-        return view, tokens
-
-    def _build(self, plan: _Plan, task: str | None, explicit: int | None, why: str) -> list[Any]:
-        from .. import compile_memory  # the core package imports nothing from chat
-
-        messages = plan.normalized
-        boundary = protected_boundary(messages, self.keep_recent_messages)
-        region = [i for i in range(boundary) if messages[i].get("role") not in INSTRUCTION_ROLES]
-        if not region:
-            raise _Pass(f"{why}; but no old history lies before the protected messages")
-        if task is None:
-            last_user = latest_user_index(messages)
-            task = content_text(messages[last_user]) if last_user is not None else ""
-        if not task.strip():
-            raise _Pass(f"{why}; but there is no task (no user message and no task given)")
-        history = [
-            {"role": messages[i]["role"], "content": message_text(messages[i])} for i in region
-        ]
-        old_tokens = sum(plan.tokens[i] for i in region)
-        header = MEMORY_HEADER.format(count=len(region))
-        header_tokens = _LEXICAL.count(header) + 4
-        available = plan.fit_limit - (plan.tokens_before - old_tokens) - header_tokens
-        # estimate_tokens() is the lexical count of message_text() plus the per-message overhead.
-        text_tokens = old_tokens - OVERHEAD_PER_MESSAGE * len(region)
-        target = explicit or default_budget(text_tokens)
-        if target > available:
-            # The window constrains: leave room to grow, or the next request rebuilds again.
-            headroom = int(self.growth_headroom * plan.window)
-            target = available - headroom if available - headroom >= 1024 else available
-        if target <= 0:
+    def _build(
+        self, plan: _Plan, task: str | None, explicit: int | None, why: str
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        entries = plan.entries
+        layout = plan_layout(entries, self.keep_recent_messages)
+        task_text = task if task is not None else _task_text(entries, layout)
+        if not layout.regions:
             raise _Pass(
-                f"{why}; but protected messages and the output reservation leave no room "
-                f"for a memory ({available:,} tokens)"
+                "nothing_to_compile",
+                f"{why}; but everything left is protected (instructions, the task, the recent "
+                "items and pending tool protocol)",
             )
+        if not task_text.strip():
+            raise _Pass("no_task", f"{why}; but there is no task (no user message, none given)")
+        segments = self._segments(plan, layout, task_text, explicit, why)
+        view, view_tokens = _view(plan, segments)
+        attempt = 1
+        while view_tokens > plan.fit_limit and attempt < _FIT_ATTEMPTS:
+            # A memory measured a little over its estimate (BPE is not additive across lines):
+            # take the overflow off the largest segment and build it again.
+            layout, segments = self._shrink(plan, layout, segments, view_tokens, task_text, why)
+            view, view_tokens = _view(plan, segments)
+            attempt += 1
+        if view_tokens > plan.fit_limit:
+            raise _Pass(
+                "cannot_fit",
+                f"{why}; but even the rewritten request ({view_tokens:,} tokens) would not fit "
+                f"{plan.fit_limit:,}",
+            )
+        if view_tokens >= plan.tokens_before:
+            raise _Pass(
+                "no_shrink",
+                f"{why}; compilation did not shrink the request "
+                f"({plan.tokens_before:,} -> {view_tokens:,})",
+            )
+        self._frozen = _Frozen(
+            segments=segments,
+            entries=tuple(entries[: segments[-1].region.end]),
+            explicit_budget=explicit,
+            built_request=self._requests,
+            built_len=len(entries),
+            dialect=plan.dialect.name,
+        )
+        self.rebuilds += 1
+        plan.use(segments, view_tokens, "compiled", why)
+        return self._finish(plan, view, segments)
+
+    def _segments(
+        self, plan: _Plan, layout: Layout, task: str, explicit: int | None, why: str
+    ) -> tuple[_Segment, ...]:
+        entries = plan.entries
+        for region in layout.regions:
+            for index in range(region.start, region.end):
+                if entries[index].blocker:
+                    raise _Pass(
+                        "unsupported_content",
+                        f"{why}; but item {index} would need compiling and carries "
+                        f"{entries[index].blocker}",
+                    )
+        budgets, reusable = self._budgets(plan, layout, explicit)
+        if min(budgets) <= 0:
+            raise _Pass(
+                "cannot_fit",
+                f"{why}; but protected items and the output reservation leave no room for a "
+                f"memory ({sum(budgets):,} tokens)",
+            )
+        segments = []
+        for region, budget in zip(layout.regions, budgets, strict=True):
+            if region in reusable:
+                segments.append(reusable[region])
+                continue
+            segments.append(self._compile(plan, layout, region, task, budget, why))
+        return tuple(segments)
+
+    def _budgets(
+        self, plan: _Plan, layout: Layout, explicit: int | None
+    ) -> tuple[list[int], dict[Region, _Segment]]:
+        """Memory budgets per region, and segments of the frozen memory that can stay as they are.
+
+        Each region wants the compiler's default budget for its size. When the window constrains,
+        what is left after the protected items, less ``growth_headroom`` of the window, is shared
+        in proportion; an unchanged history segment is kept (its prefix stays cached) as long as
+        the work region still gets room.
+        """
+        entries = plan.entries
+        inside = sum(entries[i].tokens for r in layout.regions for i in range(r.start, r.end))
+        instructions = sum(
+            entries[i].tokens
+            for r in layout.regions
+            for i in range(r.start, r.end)
+            if entries[i].kind == INSTRUCTION
+        )
+        memory_overhead = ITEM_OVERHEAD * len(layout.regions)
+        available = plan.fit_limit - (plan.tokens_before - inside) - instructions - memory_overhead
+        sizes = [
+            sum(entries[i].tokens for i in range(r.start, r.end) if entries[i].kind != INSTRUCTION)
+            for r in layout.regions
+        ]
+        if explicit:
+            wanted = [max(1, explicit * size // max(1, sum(sizes))) for size in sizes]
+        else:
+            wanted = [default_budget(size) for size in sizes]
+        reusable: dict[Region, _Segment] = {}
+        frozen = self._frozen
+        if frozen is not None and not self._stale(frozen, plan, explicit):
+            for segment in frozen.segments:
+                if segment.region.kind == HISTORY and segment.region in layout.regions:
+                    reusable[segment.region] = segment
+        if sum(wanted) <= available:
+            return wanted, reusable
+        headroom = int(self.growth_headroom * plan.fit_limit)
+        room = available - headroom if available - headroom >= MIN_BUDGET else available
+        kept = sum(segment.tokens for segment in reusable.values())
+        if reusable and room - kept >= min(MIN_BUDGET, sum(wanted) - kept):
+            rest = [w for r, w in zip(layout.regions, wanted, strict=True) if r not in reusable]
+            shares = _share(room - kept, rest)
+            out = []
+            for region in layout.regions:
+                out.append(reusable[region].tokens if region in reusable else shares.pop(0))
+            return out, reusable
+        return _share(room, wanted), {}
+
+    def _compile(
+        self, plan: _Plan, layout: Layout, region: Region, task: str, budget: int, why: str
+    ) -> _Segment:
+        entries = plan.entries
+        started = time.perf_counter()
+        focus = entries[layout.tail :] if self.work_query == "task+step" else ()
         try:
-            result = compile_memory(
-                history, task, budget_tokens=target, strategy=self.strategy, counter="lexical"
+            memory = build_region_memory(
+                entries[region.start : region.end],
+                kind=region.kind,
+                task=task,
+                focus=focus,
+                later=entries[region.end :],
+                budget=budget,
+                meter=plan.meter,
+                strategy=self.strategy,
+                compiler=self._compiler,
+                first_call_number=1 + sum(len(e.calls) for e in entries[: region.start]),
             )
         except Exception as exc:  # fail open: the caller's request must still go out
             logger.warning("compilation failed; passing through", exc_info=True)
-            raise _Pass(f"{why}; compilation failed ({type(exc).__name__}: {exc})") from exc
-        text = header + result.compiled_memory
-        tokens = estimate_tokens({"role": self.memory_role, "content": text})
-        if tokens >= old_tokens:
             raise _Pass(
-                f"{why}; compilation did not shrink the old history ({old_tokens:,} -> {tokens:,})"
-            )
-        memory = _Memory(
-            boundary=boundary,
-            source_hash=history_hash(plan.canon[:boundary]),
-            text=text,
-            role=self.memory_role,
+                "compile_error", f"{why}; compilation failed ({type(exc).__name__}: {exc})"
+            ) from exc
+        item = plan.dialect.memory_item(memory.text, self._memory_role(plan.dialect))
+        entry, counted = plan.dialect.read(item, region.start)
+        tokens = plan.meter.count(counted) + ITEM_OVERHEAD
+        compiled = sum(1 for i in range(region.start, region.end) if entries[i].kind != INSTRUCTION)
+        return _Segment(
+            region=region,
+            item=item,
+            entry=entry,
+            text=memory.text,
             tokens=tokens,
-            budget=target,
-            explicit_budget=explicit,
-            built_len=len(messages),
-            built_request=self._requests,
-            compiled_messages=len(region),
-            applied_strategy=result.applied_strategy,
-            latency_s=result.latency_s,
+            budget=budget,
+            compiled=compiled,
+            strategy=memory.strategy,
+            latency_s=time.perf_counter() - started,
         )
-        view, view_tokens = self._view(plan, memory)
-        problems = check_tool_pairing(
-            [as_message(message) or {} for message in view], allow_pending_tail=True
-        )
-        if problems:  # cannot happen for a valid original; refuse rather than send it
-            raise _Pass(f"{why}; the rewrite would break tool pairing: {problems[0]}")
-        self._memory = memory
-        self.rebuilds += 1
-        if view_tokens > plan.fit_limit:
-            plan.notes.append(f"still over the window by {view_tokens - plan.fit_limit:,} tokens")
-        plan.use(memory, view_tokens, "compiled", why)
-        return view
 
-    def _estimate(self, canon: str, message: Mapping[str, Any]) -> int:
-        tokens = self._estimates.get(canon)
-        if tokens is None:
-            if len(self._estimates) >= _MAX_CACHED_ESTIMATES:
-                self._estimates.clear()
-            tokens = self._estimates[canon] = estimate_tokens(message)
-        return tokens
+    def _shrink(
+        self,
+        plan: _Plan,
+        layout: Layout,
+        segments: tuple[_Segment, ...],
+        view_tokens: int,
+        task: str,
+        why: str,
+    ) -> tuple[Layout, tuple[_Segment, ...]]:
+        over = view_tokens - plan.fit_limit
+        largest = max(range(len(segments)), key=lambda k: segments[k].tokens)
+        target = segments[largest]
+        budget = target.budget - over - max(16, target.budget // 20)
+        if budget <= 0:
+            return layout, segments
+        rebuilt = self._compile(plan, layout, target.region, task, budget, why)
+        return layout, (*segments[:largest], rebuilt, *segments[largest + 1 :])
+
+    def _memory_role(self, dialect: Dialect) -> str:
+        return self.memory_role if self.memory_role in dialect.memory_roles else "user"
+
+    def _finish(
+        self, plan: _Plan, view: list[Any], segments: Sequence[_Segment]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        problems = plan.dialect.pairing(_view_entries(plan, segments))
+        if problems:  # cannot happen for a valid original; refuse rather than send it
+            raise _Pass("pairing_broken", f"the rewrite would break the format: {problems[0]}")
+        body = plan.dialect.with_items(plan.request, view)
+        first_changed = segments[0].region.start
+        return plan.dialect.finalize(body, plan.entries, first_changed, self.thinking_prefix)
+
+
+def _task_text(entries: Sequence[Entry], layout: Layout) -> str:
+    return entries[layout.task].text if layout.task is not None else ""
+
+
+def _share(total: int, wanted: Sequence[int]) -> list[int]:
+    """Split ``total`` in proportion to ``wanted`` (each at most what it wants)."""
+    whole = sum(wanted)
+    if whole <= 0:
+        return [0 for _ in wanted]
+    if whole <= total:
+        return list(wanted)
+    return [total * w // whole for w in wanted]
+
+
+def _view_entries(plan: _Plan, segments: Sequence[_Segment]) -> list[Entry]:
+    """The neutral entries of the view (cheap: the format's full check runs in the tests)."""
+    entries = plan.entries
+    out: list[Entry] = []
+    position = 0
+    for segment in segments:
+        region = segment.region
+        out.extend(entries[position : region.start])
+        out.extend(e for e in entries[region.start : region.end] if e.kind == INSTRUCTION)
+        out.append(segment.entry)
+        position = region.end
+    out.extend(entries[position:])
+    return out
+
+
+def _view(plan: _Plan, segments: Sequence[_Segment]) -> tuple[list[Any], int]:
+    """The items to send with ``segments`` in place, and their token count."""
+    items, entries = plan.items, plan.entries
+    view: list[Any] = []
+    tokens = plan.fixed_tokens
+    position = 0
+    for segment in segments:
+        region = segment.region
+        view.extend(items[position : region.start])
+        tokens += sum(entry.tokens for entry in entries[position : region.start])
+        for index in range(region.start, region.end):
+            if entries[index].kind == INSTRUCTION:
+                view.append(items[index])
+                tokens += entries[index].tokens
+        view.append(segment.item)
+        tokens += segment.tokens
+        position = region.end
+    view.extend(items[position:])
+    tokens += sum(entry.tokens for entry in entries[position:])
+    return view, tokens
 
 
 class _Plan:
     """The facts and figures gathered for one request while it is being decided."""
 
     def __init__(
-        self, session: AutomaticChatSession, model: str, messages: Any, options: Mapping[str, Any]
+        self, session: AutomaticChatSession, dialect: Dialect, request: Mapping[str, Any]
     ) -> None:
         self.session = session
-        self.model = model
-        self.messages = messages
-        self.request = session._requests
+        self.dialect = dialect
+        self.request = request
+        self.model = request.get("model")
+        self.number = session._requests
         self.action = "passthrough"
+        self.code = ""
         self.reason = ""
         self.notes: list[str] = []
-        self.normalized: list[dict[str, Any]] = []
-        self.canon: list[str] = []
-        self.tokens: list[int] = []
-        tools = [options.get(key) for key in ("tools", "functions") if options.get(key)]
-        self.tools_tokens = _LEXICAL.count(canonical({"tools": tools})) if tools else 0
+        self.items: Sequence[Any] = ()
+        self.entries: list[Entry] = []
+        self.meter: TokenMeter | None = None
+        self.fixed_tokens = 0
         self.tokens_before = 0
         self.tokens_after = 0
         self.window: int | None = None
         self.fit_limit = 0
         self.hint: int | None = None
         self.hint_source: str | None = None
-        self.memory: _Memory | None = None
+        self.segments: Sequence[_Segment] = ()
         # Planning hint only: the request's own output limit wins, and is never rewritten.
-        reserve = options.get("max_completion_tokens") or options.get("max_tokens")
-        self.output_reserve = reserve if isinstance(reserve, int) else session.output_reserve
+        reserve = dialect.output_reserve(request)
+        self.output_reserve = reserve if reserve is not None else session.output_reserve
 
-    def read_messages(self) -> None:
-        if not isinstance(self.messages, list | tuple):
-            raise _Pass(f"messages is a {type(self.messages).__name__}, not a list")
-        for index, message in enumerate(self.messages):
-            data = as_message(message)
-            if data is None:
-                raise _Pass(f"message {index} is a {type(message).__name__}, not a mapping")
-            self.normalized.append(data)
-        unsupported = unsupported_reason(self.normalized)
-        if unsupported:
-            raise _Pass(f"unsupported history: {unsupported}")
-        problems = check_tool_pairing(self.normalized, allow_pending_tail=True)
+    def read(self) -> None:
+        assert self.meter is not None
+        self.items = self.dialect.items(self.request)
+        self.entries = self.session._items.read(self.dialect, self.meter, self.items)
+        self.fixed_tokens = self.meter.count(self.dialect.fixed_text(self.request))
+        self.tokens_before = self.tokens_after = self.fixed_tokens + sum(
+            entry.tokens for entry in self.entries
+        )
+        problems = self.dialect.pairing(self.entries)
         if problems:
-            raise _Pass(f"history breaks tool pairing rules: {problems[0]}")
-        self.canon = [canonical(message) for message in self.normalized]
-        self.tokens = [
-            self.session._estimate(text, message)
-            for text, message in zip(self.canon, self.normalized, strict=True)
-        ]
-        self.tokens_before = self.tokens_after = sum(self.tokens) + self.tools_tokens
+            raise _Pass("pairing_broken", f"history breaks tool pairing rules: {problems[0]}")
 
-    def use(self, memory: _Memory, view_tokens: int, action: str, reason: str) -> None:
-        self.memory, self.tokens_after, self.action, self.reason = (
-            memory,
+    def use(self, segments: Sequence[_Segment], view_tokens: int, action: str, reason: str) -> None:
+        self.segments, self.tokens_after, self.action, self.reason = (
+            segments,
             view_tokens,
             action,
             reason,
         )
+        self.code = action
+
+    def passthrough(self, code: str, reason: str) -> None:
+        self.action, self.code, self.reason = "passthrough", code, reason
+        self.tokens_after = self.tokens_before
 
     def decision(self) -> Decision:
-        memory = self.memory
+        segments = self.segments
         reason = "; ".join([self.reason, *self.notes]) if self.notes else self.reason
+        compiled = self.action == "compiled"
         return Decision(
-            request=self.request,
+            request=self.number,
             action=self.action,
+            code=self.code,
             reason=reason,
             model=str(self.model),
+            api=self.dialect.name,
             policy=self.session.refresh_policy,
             tokens_before=self.tokens_before,
             tokens_after=self.tokens_after,
             effective_window=self.window,
             output_reserve=self.output_reserve,
-            memory_budget=memory.budget if memory else None,
-            memory_tokens=memory.tokens if memory else None,
-            compiled_messages=memory.compiled_messages if memory else 0,
+            counter=self.meter.name if self.meter else "",
+            memory_budget=sum(s.budget for s in segments) if segments else None,
+            memory_tokens=sum(s.tokens for s in segments) if segments else None,
+            compiled_messages=sum(s.compiled for s in segments),
             rebuilds=self.session.rebuilds,
             context_hint=self.hint,
             hint_source=self.hint_source,
-            compile_latency_s=memory.latency_s if memory and self.action == "compiled" else 0.0,
-            applied_strategy=memory.applied_strategy if memory else None,
+            compile_latency_s=sum(s.latency_s for s in segments) if compiled else 0.0,
+            applied_strategy=segments[-1].strategy if segments else None,
         )
+
+
+def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise InvalidOptionError(
+            f"{name} must be one of {', '.join(map(repr, choices))}, not {value!r}"
+        )
+
+
+def _guess(client: Any, options: Mapping[str, Any]) -> list[Dialect]:
+    """Dialects to try for a client: the request's own keys decide between formats."""
+    names = (
+        ("responses",)
+        if "input" in options and "messages" not in options
+        else (
+            "chat",
+            "messages",
+        )
+    )
+    return [DIALECTS[name] for name in names if name in DIALECTS]
+
+
+def _with_headers(body: dict[str, Any], headers: Mapping[str, str]) -> dict[str, Any]:
+    if not headers:
+        return body
+    merged = dict(body.get("extra_headers") or {})
+    for key, value in headers.items():
+        existing = merged.get(key)
+        merged[key] = f"{existing},{value}" if existing else value
+    return {**body, "extra_headers": merged}

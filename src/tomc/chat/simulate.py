@@ -21,7 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .protocol import as_message, canonical, estimate_tokens
+from .dialects.base import as_mapping
+from .dialects.chat_completions import ChatCompletions
+from .meter import CALL_OVERHEAD, ITEM_OVERHEAD, meter_for
 from .session import AutomaticChatSession
 from .workloads import Workload, agent_workload, locomo_workloads
 
@@ -30,7 +32,6 @@ __all__ = ["POLICIES", "PolicyResult", "SimulationReport", "default_workloads", 
 POLICIES = ("full", "stable", "cadence-2", "cadence-1")
 MIN_PREFIX, OPENAI_STEP = 1024, 128
 CACHED_READ, ANTHROPIC_WRITE = 0.1, 1.25
-DEFAULT_LOCOMO = Path("../shared/data/locomo10.json")
 
 
 @dataclass
@@ -98,19 +99,28 @@ class PolicyResult:
 
 
 class _Tokens:
-    """Message estimates keyed by canonical text, shared across a workload's replays."""
+    """Message counts keyed by canonical text, shared across a workload's replays.
+
+    Counted the way a session counts a model without a published tokenizer (o200k with a margin
+    when the ``bpe`` extra is installed, else the calibrated lexical estimate).
+    """
 
     def __init__(self) -> None:
         self.cache: dict[str, int] = {}
+        self.meter = meter_for(None)
+        self.dialect = ChatCompletions()
 
     def chain(self, messages: Iterable[Any]) -> tuple[list[tuple[int, int]], int]:
         chain, key, total = [], 0, 0
         for message in messages:
-            data = as_message(message) or {}
-            text = canonical(data)
+            data = as_mapping(message) or {}
+            text = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
             tokens = self.cache.get(text)
             if tokens is None:
-                tokens = self.cache[text] = estimate_tokens(data)
+                entry, counted = self.dialect.read(data, 0)
+                structure = len(entry.calls) + len(entry.outputs)
+                tokens = self.meter.count(counted) + ITEM_OVERHEAD + CALL_OVERHEAD * structure
+                self.cache[text] = tokens
             key = hash((key, text))
             total += tokens
             chain.append((key, total))
@@ -253,7 +263,7 @@ def _sum(name: str, results: Sequence[PolicyResult]) -> PolicyResult:
 
 
 def default_workloads(
-    *, quick: bool = False, locomo: str | Path | None = DEFAULT_LOCOMO
+    *, quick: bool = False, locomo: str | Path | None = None
 ) -> tuple[list[tuple[str, list[Workload]]], list[str]]:
     """The standard groups: agent sessions that fit and that overflow, and LoCoMo chats.
 
@@ -288,7 +298,7 @@ def simulate(
     *,
     policies: Sequence[str] = POLICIES,
     quick: bool = False,
-    locomo: str | Path | None = DEFAULT_LOCOMO,
+    locomo: str | Path | None = None,
     progress: Any = None,
 ) -> SimulationReport:
     """Replay workload groups under each policy; ``groups=None`` uses :func:`default_workloads`.

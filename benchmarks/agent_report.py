@@ -1,0 +1,154 @@
+"""Markdown for the long-agent-loop replay: one table per window, decisions, calibration."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from benchmarks import trajectories as tj
+
+if TYPE_CHECKING:
+    from benchmarks.agent_replay import Report
+
+_HEADER = (
+    "| method | requests | over window | max prompt | evidence kept | at edit requests "
+    "| at patched-file edits | OpenAI billed | vs sliding | vs full | Anthropic billed "
+    "| vs sliding | vs full | rebuilds (chunked: cuts) / request | overhead ms p50 / p95 / max |\n"
+    "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+)
+
+
+def markdown(report: Report) -> str:
+    from benchmarks.agent_replay import COUNT_NOTE
+
+    data = report.data
+    lines = [
+        f"{data['trajectories']} trajectories, {data['requests']:,} requests (request k = "
+        "`messages[:k]` for every assistant message k), replayed at each window with "
+        f"{report.reserve:,} tokens reserved for output: a request is over the window when its "
+        f"prompt exceeds window - {report.reserve:,}. {COUNT_NOTE}",
+        "",
+    ]
+    rows = report.rows()
+    for window in report.windows:
+        lines += [
+            f"### Window {window:,} (prompt budget {window - report.reserve:,})",
+            "",
+            _HEADER,
+        ]
+        for row in (r for r in rows if r["window"] == window):
+            lines.append(_row(row))
+        tomc = next((r for r in rows if r["window"] == window and r["method"] == "tomc"), None)
+        if tomc:
+            lines += ["", *_decisions(tomc)]
+        lines.append("")
+    lines += _notes(report)
+    lines += ["", "#### Calibration: o200k against the lexical estimate", ""]
+    lines += _calibration(report.calibration)
+    return "\n".join(lines) + "\n"
+
+
+def _share(evidence: dict[str, int]) -> str:
+    kept, available = evidence["kept"], evidence["available"]
+    return f"{kept / available:.1%} of {available:,}" if available else "-"
+
+
+def _ratio(value: float | None) -> str:
+    return f"{value:.2f}x" if value is not None else "-"
+
+
+def _row(row: dict[str, Any]) -> str:
+    overhead = row["overhead_ms"]
+    rebuilds = (
+        f"{row['rebuilds_per_request']:.3f}" if row["rebuilds"] or row["method"] == "tomc" else "-"
+    )
+    return (
+        f"| {row['method']} | {row['requests']:,} | {row['over_window']:,} "
+        f"| {row['max_prompt']:,} / {row['window']:,} "
+        f"| {_share(row['evidence']['all'])} | {_share(row['evidence']['edit'])} "
+        f"| {_share(row['evidence']['patched_edit'])} "
+        f"| {row['openai_billed']:,.0f} | {_ratio(row['openai_vs_sliding'])} "
+        f"| {_ratio(row['openai_vs_full'])} "
+        f"| {row['anthropic_billed']:,.0f} | {_ratio(row['anthropic_vs_sliding'])} "
+        f"| {_ratio(row['anthropic_vs_full'])} | {rebuilds} "
+        f"| {overhead.get('p50', 0):.2f} / {overhead.get('p95', 0):.2f} "
+        f"/ {overhead.get('max', 0):.2f} |"
+    )
+
+
+def _counts(counts: dict[str, int]) -> str:
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{name} {count:,}" for name, count in ordered) or "none"
+
+
+def _decisions(row: dict[str, Any]) -> list[str]:
+    estimate = row.get("estimate_ratio") or {}
+    return [
+        f"`tomc` decisions: {_counts(row['actions'])}. By reason: {_counts(row['reasons'])}. "
+        f"Its {row['over_window']:,} requests over the window, by reason: "
+        f"{_counts(row['over_window_reasons'])}. "
+        "o200k count of the unchanged request / the session's own estimate "
+        f"(`Decision.tokens_before`): p50 {estimate.get('p50', 0):.3f}, "
+        f"p95 {estimate.get('p95', 0):.3f}, max {estimate.get('max', 0):.3f}."
+    ]
+
+
+def _notes(report: Report) -> list[str]:
+    data = report.data
+    low, high = data["full_history_tokens"]
+    return [
+        "Notes:",
+        "",
+        f"- Data: `{data['path']}`; {data['messages']:,} messages; whole trajectories are "
+        f"{low:,}-{high:,} prompt tokens; {data['with_reasoning_content']} trajectory carries "
+        "`reasoning_content` fields (counted as sent).",
+        f"- Evidence: {data['evidence_lines']} lines removed by the final patches "
+        f"(stripped, at least 8 characters, deduplicated per trajectory), "
+        f"{data['evidence_shown']} of them shown by an earlier tool output. For request k, "
+        "*available* = lines a tool message before k showed; *kept* = available lines that are "
+        "a substring of any message sent (a TOMC memory included). Figures are summed over "
+        "requests.",
+        f"- Edit requests ({data['edit_requests']:,}; the data set's own `file_edits` sums to "
+        f"{data['recorded_file_edits']:,}): the reply runs a command that writes a file: "
+        "`sed -i`/`perl -i`, `>`/`>>` into anything but /dev/null (heredoc bodies and quoted "
+        "strings ignored), `tee`, `cp`, `mv`, `patch`, `git apply`, `str_replace`, or Python that "
+        "opens a file for writing. Test scripts count too; *patched-file edits* "
+        f"({data['patched_edit_requests']:,}) are the edit requests whose command names a file "
+        "the final patch changes.",
+        "- `sliding`: system + task + the newest whole tool groups that fit, re-cut every "
+        "request. `chunked`: on overflow, drop the oldest whole groups until the request fills "
+        "at most half the prompt budget, and keep that first group until it overflows again. "
+        "Both always keep the newest group; a `chunked` cut is a full cache miss, like a TOMC "
+        "rebuild, and is counted in the rebuilds column. `tomc`: `AutomaticChatSession("
+        'deployment_context_limit=W).prepare(model="replay", ..., options={"tools": ..., '
+        '"max_tokens": reserve})`, one session per trajectory, fed the o200k prompt size back '
+        "as `usage` after each request, as `create` does.",
+        "- Billed input: `tomc.chat.simulate._Pricer` fed with these counts, the tool schemas "
+        "first in the prefix chain (providers place tools before messages); billed-input "
+        "equivalents (1.0 = one uncached input token), not invoices. Overhead: wall time of "
+        "each method's call (for `tomc`, `prepare`), on a shared 2-core machine.",
+        f"- Framing constants: {tj.MESSAGE_FRAMING} per message, {tj.NAME_FRAMING} per name, "
+        f"{tj.TOOL_CALL_FRAMING} per tool call, {tj.REPLY_PRIMING} reply priming. Whole run "
+        f"{report.seconds:.0f} s.",
+    ]
+
+
+def _calibration(cal: dict[str, Any]) -> list[str]:
+    def cells(quantiles: dict[str, float]) -> str:
+        return " | ".join(
+            f"{quantiles[name]:.3f}" if name in quantiles else "-"
+            for name in ("p50", "p95", "p99", "p99.9", "max")
+        )
+
+    overall = cal["text_o200k_over_lexical"]
+    return [
+        "| unit | count | p50 | p95 | p99 | p99.9 | max |",
+        "|---|--:|--:|--:|--:|--:|--:|",
+        f"| message (text only) | {cal['messages']:,} | {cells(cal['message_ratio'])} |",
+        f"| request (framing and tools on both sides) | {cal['requests']:,} "
+        f"| {cells(cal['request_ratio'])} |",
+        "",
+        f"All message text: o200k / lexical = {overall:.3f}. The smallest factor f with "
+        f"f x lexical >= o200k is {cal['factor_all_requests']:.3f} for every request and "
+        f"{cal['factor_999_messages']:.3f} for 99.9% of messages (ratios of short messages "
+        "spread widest).",
+    ]

@@ -1,0 +1,253 @@
+"""Anthropic Messages (``client.messages.create``, ``POST /v1/messages``).
+
+Items are ``user`` and ``assistant`` messages whose content is a string or a list of blocks.
+Tool calls are ``tool_use`` blocks of an assistant message; their ``tool_result`` blocks come
+first in the very next user message. ``thinking`` (with its ``signature``) and
+``redacted_thinking`` blocks go back verbatim with their turn: inside the compiled region they
+are dropped whole with it, never turned into text.
+
+Newer models bind a thinking signature to everything before it (system, tools and earlier
+messages): after a rewrite, a raw turn's thinking would fail that check. Such a request passes
+through (``thinking_bound``) unless the caller opted in to the documented behaviour that drops
+failing blocks instead: ``thinking.block_binding.prefix_mismatch_behavior = "drop_block"`` with
+the ``thinking-binding-controls-2026-08-01`` beta.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from ..conversation import (
+    ASSISTANT,
+    INSTRUCTION,
+    TOOL,
+    USER,
+    Entry,
+    ToolCall,
+    ToolOutput,
+    pairing_problems,
+)
+from .base import PassThrough, as_mapping, canonical_digest
+
+__all__ = ["BINDING_BETA", "AnthropicMessages", "is_compaction_request"]
+
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+# Claude Code's own summarisation request: its last user message carries all of these.
+_COMPACTION_MARKS = (
+    "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.",
+    "Your task is to create a detailed summary of the conversation so far",
+)
+_COMPACTION_SECTIONS = ("Pending Tasks:", "Current Work:")
+
+
+def _block_text(content: Any) -> tuple[str, str | None]:
+    """Text of a tool_result's content (a string or text blocks), and a blocker if any."""
+    if content is None or isinstance(content, str):
+        return content or "", None
+    texts = []
+    for block in content if isinstance(content, list) else [content]:
+        if isinstance(block, Mapping) and block.get("type") == "text":
+            texts.append(str(block.get("text", "")))
+        else:
+            kind = block.get("type") if isinstance(block, Mapping) else type(block).__name__
+            return "", f"a {kind} block in a tool result"
+    return "\n".join(texts), None
+
+
+def is_compaction_request(messages: Sequence[Any]) -> bool:
+    """Whether this is Claude Code's summarisation request (it passes through untouched)."""
+    if not messages:
+        return False
+    last = as_mapping(messages[-1]) or {}
+    if last.get("role") != "user":
+        return False
+    content = last.get("content")
+    if isinstance(content, list):
+        content = "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+    if not isinstance(content, str):
+        return False
+    return all(mark in content for mark in _COMPACTION_MARKS) and any(
+        section in content for section in _COMPACTION_SECTIONS
+    )
+
+
+class AnthropicMessages:
+    """The Anthropic Messages dialect."""
+
+    name: ClassVar[str] = "messages"
+    items_key: ClassVar[str] = "messages"
+    adjacent_results: ClassVar[bool] = True
+    memory_roles: ClassVar[tuple[str, ...]] = ("user",)
+    method_name: ClassVar[str] = "messages.create"
+
+    def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
+        messages = request.get("messages")
+        if not isinstance(messages, list | tuple):
+            raise PassThrough(
+                "invalid_request", f"messages is a {type(messages).__name__}, not a list"
+            )
+        if is_compaction_request(messages):
+            raise PassThrough(
+                "agent_compaction", "the agent's own summarisation request passes through"
+            )
+        return messages
+
+    def read(self, item: Any, index: int) -> tuple[Entry, str]:
+        message = as_mapping(item)
+        if message is None:
+            raise PassThrough(
+                "invalid_request", f"message {index} is a {type(item).__name__}, not a mapping"
+            )
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            # Mid-conversation system messages have placement rules of their own (never first,
+            # after a user turn): they stay where they are, so a history that would need one
+            # moved or compiled passes through.
+            text = json.dumps(message.get("content"), ensure_ascii=False, default=str)
+            entry = Entry(
+                INSTRUCTION,
+                str(role),
+                blocker=f"a {role!r} message",
+                digest=canonical_digest(message),
+            )
+            return entry, text
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            raise PassThrough("invalid_request", f"message {index} content is not a list or string")
+        texts: list[str] = []
+        counted: list[str] = []
+        calls: list[ToolCall] = []
+        outputs: list[ToolOutput] = []
+        blocker: str | None = None
+        thinking = False
+        for block in blocks:
+            if not isinstance(block, Mapping):
+                raise PassThrough("invalid_request", f"message {index} has a non-object block")
+            kind = block.get("type")
+            if kind == "text":
+                texts.append(str(block.get("text", "")))
+                counted.append(texts[-1])
+            elif kind == "tool_use" and role == "assistant":
+                arguments = json.dumps(block.get("input", {}), ensure_ascii=False, default=str)
+                calls.append(ToolCall(str(block.get("id")), str(block.get("name", "")), arguments))
+                counted.extend((calls[-1].id, calls[-1].name, arguments))
+            elif kind == "tool_result" and role == "user":
+                text, problem = _block_text(block.get("content"))
+                outputs.append(
+                    ToolOutput(str(block.get("tool_use_id")), text, bool(block.get("is_error")))
+                )
+                counted.extend((outputs[-1].call_id, text))
+                blocker = blocker or problem
+            elif kind in _THINKING and role == "assistant":
+                thinking = True
+                counted.append(str(block.get("thinking") or block.get("data") or ""))
+            else:
+                blocker = blocker or f"a {kind or 'untyped'} block"
+                counted.append(json.dumps(block, ensure_ascii=False, default=str))
+        kind_of = ASSISTANT if role == "assistant" else (TOOL if outputs else USER)
+        entry = Entry(
+            kind=kind_of,
+            role=role,
+            text="\n".join(texts),
+            calls=tuple(calls),
+            outputs=tuple(outputs),
+            blocker=blocker,
+            signed_thinking=thinking,
+            digest=canonical_digest(message),
+        )
+        return entry, "\n".join(counted)
+
+    def fixed_text(self, request: Mapping[str, Any]) -> str:
+        present = [request.get(key) for key in ("system", "tools") if request.get(key)]
+        return json.dumps(present, ensure_ascii=False, default=str) if present else ""
+
+    def output_reserve(self, request: Mapping[str, Any]) -> int | None:
+        reserve = request.get("max_tokens")
+        return reserve if isinstance(reserve, int) and not isinstance(reserve, bool) else None
+
+    def memory_item(self, text: str, role: str) -> dict[str, Any]:
+        return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+    def with_items(self, request: Mapping[str, Any], items: list[Any]) -> dict[str, Any]:
+        return {**request, "messages": items}
+
+    def pairing(self, entries: Sequence[Entry]) -> list[str]:
+        return pairing_problems(entries, adjacent=True, allow_pending_tail=True)
+
+    def validate(self, items: Sequence[Any]) -> list[str]:
+        """Tool results answer the directly preceding assistant's tool_use ids and come first."""
+        problems: list[str] = []
+        previous_calls: set[str] = set()
+        for index, item in enumerate(items):
+            message = as_mapping(item) or {}
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else []
+            if message.get("role") == "user":
+                results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+                leading = 0
+                while leading < len(blocks) and blocks[leading].get("type") == "tool_result":
+                    leading += 1
+                if leading != len(results):
+                    problems.append(f"message {index}: tool_result blocks must come first")
+                if previous_calls and set(results) != previous_calls:
+                    problems.append(
+                        f"message {index}: tool_result ids {sorted(map(str, results))} do not "
+                        f"answer the preceding tool_use ids {sorted(previous_calls)}"
+                    )
+                elif results and not previous_calls:
+                    problems.append(f"message {index}: tool_result without a preceding tool_use")
+                previous_calls = set()
+            else:
+                if previous_calls:
+                    problems.append(f"message {index}: tool_use ids without tool_result after them")
+                previous_calls = {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
+        return problems
+
+    def finalize(
+        self,
+        body: dict[str, Any],
+        entries: Sequence[Entry],
+        first_changed: int,
+        thinking_prefix: str,
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        if not any(entry.signed_thinking for entry in entries[first_changed:]):
+            return body, {}
+        thinking = body.get("thinking")
+        enabled = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
+        if thinking_prefix != "drop_block" or not enabled:
+            raise PassThrough(
+                "thinking_bound",
+                "raw turns after the rewritten prefix carry signed thinking, which the provider "
+                "binds to that prefix; pass thinking_prefix='drop_block' to let it drop them",
+            )
+        binding = {"prefix_mismatch_behavior": "drop_block"}
+        return {**body, "thinking": {**thinking, "block_binding": binding}}, {
+            "anthropic-beta": BINDING_BETA
+        }
+
+    def prompt_tokens(self, response: Any) -> int | None:
+        usage = response.get("usage") if isinstance(response, Mapping) else None
+        if usage is None:
+            usage = getattr(response, "usage", None)
+        if usage is None:
+            return None
+        total = 0
+        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                total += value
+        return total or None
+
+    def endpoint(self, client: Any) -> Callable[..., Any] | None:
+        create = getattr(getattr(client, "messages", None), "create", None)
+        # An OpenAI client has no top-level ``messages``; a thread-messages resource would take
+        # other arguments, so require the Anthropic shape of the resource too.
+        return create if callable(create) and hasattr(client, "messages") else None

@@ -1,0 +1,116 @@
+"""What every wire-format dialect provides, and the helpers they share.
+
+A dialect reads one request body (the keyword arguments of an SDK call, or the JSON body the
+gateway receives) into neutral :class:`~tomc.chat.conversation.Entry` items, builds the memory
+item in its own format, splices a rewritten item list back into the request, reads the output
+reserve and the provider's usage, and finds the client method that sends it. The session policy
+exists once and works only on what a dialect gives it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol
+
+from ..conversation import Entry
+
+__all__ = ["Dialect", "PassThrough", "as_mapping", "canonical_digest", "part_text"]
+
+
+class PassThrough(Exception):
+    """The request must go out unchanged; ``code`` is the stable reason code."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+def as_mapping(item: Any) -> dict[str, Any] | None:
+    """The item as a plain dict, or ``None`` when it is neither a mapping nor a pydantic model.
+
+    SDK response objects (``response.choices[0].message``, ``response.output`` items) are often
+    appended to histories as they are; they are read through ``model_dump`` without changing them.
+    """
+    if isinstance(item, Mapping):
+        return dict(item)
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        try:
+            data = dump(exclude_none=True)
+        except Exception:
+            return None
+        return data if isinstance(data, dict) else None
+    return None
+
+
+def canonical_digest(data: Any) -> bytes:
+    """A digest of an item's exact content (sorted keys), to notice edits."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def part_text(part: Any) -> str | None:
+    """The text of a text content part in any of the three formats, else ``None``."""
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Mapping) and part.get("type") in ("text", "input_text", "output_text"):
+        text = part.get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+class Dialect(Protocol):
+    """One wire format. Implementations are stateless; the session keeps all state."""
+
+    name: ClassVar[str]
+    #: The request key holding the history list ("messages" or "input").
+    items_key: ClassVar[str]
+    #: Tool results must directly follow the item that made the calls.
+    adjacent_results: ClassVar[bool]
+    #: Roles the memory item may take in this format.
+    memory_roles: ClassVar[tuple[str, ...]]
+    #: The client method that sends it, for messages ("chat.completions.create").
+    method_name: ClassVar[str]
+
+    def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
+        """The history list; raise :class:`PassThrough` when the request cannot be rewritten."""
+
+    def read(self, item: Any, index: int) -> tuple[Entry, str]:
+        """``(entry, text to count)``; the entry's ``tokens`` and ``digest`` are filled later."""
+
+    def fixed_text(self, request: Mapping[str, Any]) -> str:
+        """Text sent with every request outside the list: instructions, tool schemas."""
+
+    def output_reserve(self, request: Mapping[str, Any]) -> int | None:
+        """The request's own output limit, if it sets one."""
+
+    def memory_item(self, text: str, role: str) -> dict[str, Any]:
+        """The item that carries a compiled memory."""
+
+    def with_items(self, request: Mapping[str, Any], items: list[Any]) -> dict[str, Any]:
+        """A copy of the request with its history list replaced (nothing else changes)."""
+
+    def pairing(self, entries: Sequence[Entry]) -> list[str]:
+        """Tool-pairing problems of an original history (it then passes through)."""
+
+    def validate(self, items: Sequence[Any]) -> list[str]:
+        """The provider's structural rules a rewritten list must satisfy; empty when sound."""
+
+    def finalize(
+        self,
+        body: dict[str, Any],
+        entries: Sequence[Entry],
+        first_changed: int,
+        thinking_prefix: str,
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """Last format rules for a rewritten body (changed from item ``first_changed`` on):
+        ``(body, headers to add)``; raise :class:`PassThrough` when it must go out unchanged."""
+
+    def prompt_tokens(self, response: Any) -> int | None:
+        """The prompt size a finished (non-streaming) response reports, if any."""
+
+    def endpoint(self, client: Any) -> Callable[..., Any] | None:
+        """The client's method that sends this format, or ``None`` when it has none."""

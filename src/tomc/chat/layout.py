@@ -1,0 +1,89 @@
+"""Where a request's history may be compiled: pure layout decisions over neutral entries.
+
+Protected, and always sent raw and byte-identical: instruction items (kept in order, ahead of a
+memory), the latest user message (the task), the most recent items, the latest assistant item
+and everything after it (its thinking, and the pending tool protocol), and every item up to the
+last opaque compaction item. Tool calls and their results, and a reasoning item and what follows
+it, are never separated.
+
+Everything else falls into at most two regions, so that nothing that happened after the task is
+shown before it: the ``history`` region before the task, and the ``work`` region of finished tool
+groups after it. Each region becomes one memory item in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .conversation import (
+    ASSISTANT,
+    COMPACTION,
+    INSTRUCTION,
+    USER,
+    Entry,
+    allowed_cuts,
+    latest_index,
+)
+
+__all__ = ["HISTORY", "WORK", "Layout", "Region", "plan_layout"]
+
+HISTORY = "history"
+WORK = "work"
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Items ``[start, end)`` replaced by one memory (instruction items inside are kept)."""
+
+    start: int
+    end: int
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The regions to compile, where the raw tail starts, and the task's index."""
+
+    regions: tuple[Region, ...]
+    tail: int
+    task: int | None
+    floor: int
+
+
+def _tail_start(cuts: Sequence[bool], floor: int, limit: int) -> int:
+    """The largest allowed cut in ``[floor, limit]``, else ``floor``."""
+    for cut in range(limit, floor - 1, -1):
+        if cuts[cut]:
+            return cut
+    return floor
+
+
+def plan_layout(entries: Sequence[Entry], keep_recent: int) -> Layout:
+    """Regions that may be compiled when the ``keep_recent`` newest items stay raw."""
+    count = len(entries)
+    cuts = allowed_cuts(entries)
+    compaction = latest_index(entries, COMPACTION)
+    floor = 0 if compaction is None else compaction + 1
+    task = latest_index(entries, USER)
+    limit = count - max(0, keep_recent)
+    last_assistant = latest_index(entries, ASSISTANT)
+    if last_assistant is not None:
+        limit = min(limit, last_assistant)
+    tail = _tail_start(cuts, floor, max(floor, limit))
+    regions: list[Region] = []
+    if task is not None and task < floor:
+        # The task lies inside what the provider compacted; what follows it is work.
+        if _compilable(entries, floor, tail):
+            regions.append(Region(floor, tail, WORK))
+    else:
+        history_end = tail if task is None else min(task, tail)
+        if _compilable(entries, floor, history_end):
+            regions.append(Region(floor, history_end, HISTORY))
+        if task is not None and tail > task + 1:
+            regions.append(Region(task + 1, tail, WORK))
+    return Layout(tuple(regions), tail, task, floor)
+
+
+def _compilable(entries: Sequence[Entry], start: int, end: int) -> bool:
+    return any(entries[index].kind != INSTRUCTION for index in range(start, end))

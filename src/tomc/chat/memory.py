@@ -1,0 +1,101 @@
+"""Building one memory for one region: compiled chat history, or finished agent work.
+
+A region of plain dialogue goes through the core compiler (exact records plus BM25-selected
+lines, :func:`tomc.compile_memory`); a region with tool calls is rendered as agent work
+(:mod:`.work_memory`), because its lines only make sense under the call that produced them.
+Each memory starts with a header that says what it stands for and where it sits in time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..compiler import compile_memory
+from .conversation import INSTRUCTION, TOOL, Entry
+from .layout import WORK
+from .meter import TokenMeter
+from .work_memory import build_work_memory
+
+__all__ = ["HISTORY_HEADER", "WORK_HEADER", "RegionMemory", "build_region_memory", "entry_text"]
+
+HISTORY_HEADER = (
+    "[TOMC memory of {count} earlier items, from before the current task, compiled on the CPU. "
+    "It replaces them in this request: records are exact; source lines are selected excerpts "
+    "in their original order, so a detail that is missing here was left out, not absent.]"
+)
+WORK_HEADER = (
+    "[TOMC memory of the work so far on the current task: {calls} earlier tool calls and the "
+    "agent's notes, compiled on the CPU; the newest steps follow unchanged after it. Kept output "
+    "lines appear under the call that produced them, in their original order; a line that is "
+    "missing here was left out, not absent.]"
+)
+HISTORY_WORK_HEADER = (
+    "[TOMC memory of {count} earlier items, from before the current task, with {calls} tool "
+    "calls, compiled on the CPU. Kept output lines appear under the call that produced them, in "
+    "their original order; a line that is missing here was left out, not absent.]"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RegionMemory:
+    """The text of one memory and how it was made (``tomc_raw``, ``rag``, ``work``, ...)."""
+
+    text: str
+    strategy: str
+
+
+def entry_text(entry: Entry) -> str:
+    """A faithful text rendering of one entry: its text, tool calls and results."""
+    lines = [entry.text] if entry.text else []
+    lines.extend(f"[tool call {c.id}] {c.name}({c.arguments})" for c in entry.calls)
+    lines.extend(f"[tool result {o.call_id}] {o.text}" for o in entry.outputs)
+    return "\n".join(lines)
+
+
+def build_region_memory(
+    entries: Sequence[Entry],
+    *,
+    kind: str,
+    task: str,
+    focus: Sequence[Entry],
+    later: Sequence[Entry],
+    budget: int,
+    meter: TokenMeter,
+    strategy: str,
+    compiler: Callable[..., Any] | None = None,
+    first_call_number: int = 1,
+) -> RegionMemory:
+    """One memory for ``entries`` within ``budget`` tokens of ``meter``."""
+    content = [entry for entry in entries if entry.kind != INSTRUCTION]
+    has_tools = any(entry.calls or entry.kind == TOOL for entry in content)
+    if kind == WORK or has_tools:
+        calls = sum(len(entry.calls) for entry in content)
+        template = WORK_HEADER if kind == WORK else HISTORY_WORK_HEADER
+        header = template.format(count=len(content), calls=calls)
+        later_text = "\n".join(entry_text(entry) for entry in later)
+        memory = build_work_memory(
+            content,
+            task=task,
+            focus=focus,
+            later_text=later_text,
+            budget=budget,
+            count=meter.count,
+            header=header,
+            first_call_number=first_call_number,
+        )
+        return RegionMemory(memory.text, "work")
+    header = HISTORY_HEADER.format(count=len(content)) + "\n"
+    history = [{"role": entry.role, "content": entry_text(entry)} for entry in content]
+    room = budget - meter.count(header)
+    if meter.exact:
+        counter: Any = meter.counter
+    else:
+        # The compiler counts lexically; the meter adds its safety factor on top.
+        counter, room = "lexical", math.floor(room / meter.factor)
+    result = (compiler or compile_memory)(
+        history, task, budget_tokens=max(0, room), strategy=strategy, counter=counter
+    )
+    return RegionMemory(header + result.compiled_memory, result.applied_strategy)
