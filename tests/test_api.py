@@ -30,6 +30,7 @@ EXPECTED = {
     "SourceUnit",
     "TokenCounter",
     "TomcError",
+    "UnsupportedClientError",
     "__version__",
     "check_interactive_size",
     "compile_memory",
@@ -55,6 +56,7 @@ def test_errors_share_one_base() -> None:
         "NotebookNotFoundError",
         "NotebookStoreError",
         "CompiledMemoryRefusedError",
+        "UnsupportedClientError",
     ):
         assert issubclass(getattr(tomc, name), tomc.TomcError)
 
