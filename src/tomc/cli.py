@@ -275,5 +275,13 @@ def simulate_command(quick: bool, locomo: str | None, no_locomo: bool, as_json: 
     click.echo(report_json(report) if as_json else report.to_markdown())
 
 
+def _register_gateway() -> None:
+    from .gateway.commands import gateway_group
+
+    main.add_command(gateway_group)
+
+
+_register_gateway()
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -1,0 +1,5 @@
+"""``python -m tomc``: the same command line as ``tomc``."""
+
+from .cli import main
+
+main()
