@@ -216,11 +216,21 @@ def agent_loop_section(quick: bool) -> list[str]:
         windows=agent_replay.QUICK_WINDOWS if quick else agent_replay.WINDOWS,
         limit=agent_replay.QUICK_TRAJECTORIES if quick else None,
     )
+    from benchmarks import request_overhead
+
+    overhead = request_overhead.measure(100_000 if quick else 1_000_000)
     return [
         "Produced by the same run (`python -m benchmarks.agent_replay"
         f"{' --quick' if quick else ''}` prints it alone).",
         "",
         *report.to_markdown().splitlines(),
+        "",
+        "### Per-request overhead of a reused memory",
+        "",
+        "`python -m benchmarks.request_overhead` (also part of this run): a request that reuses "
+        "the frozen memory, beside one `json.dumps` of the same messages.",
+        "",
+        *request_overhead.to_markdown(overhead),
     ]
 
 

@@ -471,7 +471,9 @@ class AutomaticChatSession:
                 why = grown
             else:
                 plan.use(frozen.segments, view_tokens, "reused", "frozen memory reused")
-                return self._finish(plan, view, frozen.segments)
+                # Frozen segments stand for whole groups of a history that passed the pairing
+                # check, so the view needs no second check on reuse.
+                return self._finish(plan, view, frozen.segments, check=False)
         if self.refresh_policy == "stable":
             fits = plan.tokens_before <= plan.fit_limit
             trigger = (
@@ -728,9 +730,9 @@ class AutomaticChatSession:
         return self.memory_role if self.memory_role in dialect.memory_roles else "user"
 
     def _finish(
-        self, plan: _Plan, view: list[Any], segments: Sequence[_Segment]
+        self, plan: _Plan, view: list[Any], segments: Sequence[_Segment], *, check: bool = True
     ) -> tuple[dict[str, Any], dict[str, str]]:
-        problems = plan.dialect.pairing(_view_entries(plan, segments))
+        problems = plan.dialect.pairing(_view_entries(plan, segments)) if check else []
         if problems:  # cannot happen for a valid original; refuse rather than send it
             raise _Pass("pairing_broken", f"the rewrite would break the format: {problems[0]}")
         body = plan.dialect.with_items(plan.request, view)

@@ -1,0 +1,110 @@
+"""What a request that reuses the frozen memory costs, beside one ``json.dumps`` of its messages.
+
+    python -m benchmarks.request_overhead [--tokens 1000000] [--repeat 7]
+
+An agent makes hundreds of requests per task; each one that reuses the frozen memory must cost
+about its new messages, not the whole history. This builds a coding-agent history of the given
+size (o200k tokens), compiles it once, then appends one tool call and its output at a time and
+times ``AutomaticChatSession.prepare`` (a reused request) against ``json.dumps`` of the same
+messages (what any client does to send them anyway). Best of ``repeat`` requests each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from tomc import AutomaticChatSession
+
+SYSTEM = {"role": "system", "content": "You are a coding agent. Use the bash tool."}
+TASK = {"role": "user", "content": "Fix the retry bug in src/service: compute() ignores retries."}
+
+
+def agent_step(step: int) -> list[dict[str, Any]]:
+    """One tool call and its 40-line output, as a coding agent produces them."""
+    call_id = f"call_{step}"
+    command = f"sed -n '{step * 40},{step * 40 + 39}p' src/service/module_{step % 7}.py"
+    output = "\n".join(
+        f"{step * 40 + k}: value_{step}_{k} = compute(item_{k}, retries={k % 5})  # step {step}"
+        for k in range(40)
+    )
+    return [
+        {
+            "role": "assistant",
+            "content": f"Step {step}: reading module_{step % 7}.py.",
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": output},
+    ]
+
+
+def measure(tokens: int = 1_000_000, repeat: int = 7) -> dict[str, Any]:
+    """Build a history of about ``tokens`` o200k tokens; time reused requests and json.dumps."""
+    session = AutomaticChatSession(deployment_context_limit=tokens // 5)
+    history: list[dict[str, Any]] = [SYSTEM, TASK]
+    step = 0
+    decision = None
+    while decision is None or decision.tokens_before < tokens:
+        for _ in range(200):
+            step += 1
+            history += agent_step(step)
+        _, decision = session.prepare(model="gpt-4o", messages=history)
+    fresh = AutomaticChatSession(deployment_context_limit=tokens // 5)
+    started = time.perf_counter()
+    fresh.prepare(model="gpt-4o", messages=history)
+    first = time.perf_counter() - started
+    prepare_s, dumps_s, codes = [], [], []
+    for _ in range(repeat):
+        step += 1
+        history = history + agent_step(step)
+        started = time.perf_counter()
+        _, decision = session.prepare(model="gpt-4o", messages=history)
+        prepare_s.append(time.perf_counter() - started)
+        codes.append(decision.code)
+        started = time.perf_counter()
+        json.dumps(history)
+        dumps_s.append(time.perf_counter() - started)
+    return {
+        "messages": len(history),
+        "tokens": decision.tokens_before,
+        "counter": decision.counter,
+        "compile_s": first,
+        "reused_s": min(prepare_s),
+        "json_dumps_s": min(dumps_s),
+        "codes": sorted(set(codes)),
+    }
+
+
+def to_markdown(row: dict[str, Any]) -> list[str]:
+    return [
+        "| history | messages | reused request (prepare) | json.dumps of the messages | ratio |",
+        "|---:|---:|---:|---:|---:|",
+        f"| {row['tokens']:,} tokens ({row['counter']}) | {row['messages']:,} "
+        f"| {row['reused_s'] * 1000:.1f} ms | {row['json_dumps_s'] * 1000:.1f} ms "
+        f"| {row['reused_s'] / row['json_dumps_s']:.2f} |",
+        "",
+        f"Decisions of the timed requests: {', '.join(row['codes'])}. Best of several requests "
+        "each, in-process. For scale: the first request of a new session on this history "
+        f"(reading every message and compiling) took {row['compile_s']:.2f} s.",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args(argv)
+    print("\n".join(to_markdown(measure(args.tokens, args.repeat))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
