@@ -184,9 +184,7 @@ class CompileRequest:
         ``defaults`` replace the schema's defaults for fields the body leaves out.
         """
         if not isinstance(body, Mapping):
-            raise InvalidHistoryError(
-                f"the request body must be a JSON object, not {_kind(body)}"
-            )
+            raise InvalidHistoryError(f"the request body must be a JSON object, not {_kind(body)}")
         unknown = sorted(set(body) - set(REQUEST_FIELDS))
         if unknown:
             raise InvalidOptionError(
@@ -310,9 +308,7 @@ def explain_empty(result: CompileResult) -> str | None:
         return None
     if result.budget_tokens == 0:
         return "the compiled memory is empty: the budget is 0 tokens"
-    if result.applied_strategy == "tomc" and not any(
-        row.kind != "source" for row in result.ledger
-    ):
+    if result.applied_strategy == "tomc" and not any(row.kind != "source" for row in result.ledger):
         return (
             "the compiled memory is empty: strategy 'tomc' keeps typed records only and this "
             "history has none; use tomc_raw or rag to keep source lines"
@@ -377,4 +373,3 @@ def report_error(exc: BaseException, doing: str, *, detail: bool = False) -> Err
         message += f": {text[0][:300]}"
     message += "; this is a bug in TOMC"
     return ErrorReport("InternalError", message, 500, EXIT_INTERNAL, False)
-

@@ -352,11 +352,7 @@ class AutomaticChatSession:
             except (_Pass, PassThrough) as passed:
                 plan.passthrough(passed.code, passed.reason)
                 if passed.code == "agent_compaction":
-                    # The agent compacts its own history: what follows is a new history, so
-                    # cool down as after a native compaction event.
-                    event = NativeEvent(dialect.name, "completed", "the agent's compaction request")
-                    if self.native.apply(event):
-                        self._thresholds_done.clear()
+                    self._compacted(NativeEvent(dialect.name, "completed", passed.reason))
                 body, headers = dict(request) if not isinstance(request, dict) else request, {}
             decision = plan.decision()
             self.decisions.append(decision)
@@ -396,12 +392,23 @@ class AutomaticChatSession:
         """Feed a host's native compaction event (``"codex"`` or ``"claude"``); never raises."""
         result = read_native_event(source, event)
         with self._lock:
-            applied = self.native.apply(result)
-            if applied and result.kind == "completed":
-                # A compacted conversation is a new one for the back-off thresholds.
-                self._thresholds_done.clear()
+            if result.kind == "completed":
+                self._compacted(result)
+            else:
+                self.native.apply(result)
         logger.info("native event %s: %s (%s)", result.source, result.kind, result.detail)
         return result
+
+    def note_compaction(self, detail: str) -> None:
+        """The agent compacted its own history (its compaction request went out): the next
+        requests cool down as after a native compaction event."""
+        with self._lock:
+            self._compacted(NativeEvent("agent", "completed", detail))
+
+    def _compacted(self, event: NativeEvent) -> None:
+        if self.native.apply(event):
+            # A compacted conversation is a new one for the back-off thresholds.
+            self._thresholds_done.clear()
 
     # ----------------------------------------------------------------- client dispatch
 

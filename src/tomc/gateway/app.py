@@ -1,33 +1,287 @@
-"""The gateway application: proxy routes, status, and the web source inspector in one app."""
+"""The gateway application: proxy routes, status, and the web source inspector in one app.
+
+``POST /v1/messages`` (Claude Code adds ``?beta=true``), ``POST /v1/responses`` and
+``POST /v1/chat/completions`` go through the conversation's :class:`AutomaticChatSession`, which
+rewrites only old history (and only when the request would not fit, or the frozen memory is
+reused); every other path (``/v1/messages/count_tokens``, ``/v1/responses/compact``,
+``/v1/models``, ...) is forwarded untouched. ``GET /healthz`` answers the launcher, ``GET
+/status`` and ``/status.json`` show each conversation's decisions, rebuilds and estimated
+savings (never message text or credentials), and the inspector keeps its page and API.
+
+Failing open is the rule: a body that is not JSON, a compressed body, or any error inside TOMC
+sends the original request bytes unchanged, and says why in the log.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import html
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from functools import partial
+from typing import Any
+
+import anyio
+import httpx2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from .. import __version__
+from ..chat import AutomaticChatSession
+from ..chat.dialects import DIALECTS
 from ..web.app import LOOPBACK_HOSTS, HostCheck, inspector_routes
+from .relay import UsageSniffer, error_response, forward_headers, relay
+from .routing import API_PATHS, conversation_key, route_request
+from .sessions import Conversation, MemorySessionStore, SessionStore
 from .settings import GatewaySettings
 
-__all__ = ["SERVICE_NAME", "create_gateway_app"]
+__all__ = ["MAX_REWRITE_BYTES", "SERVICE_NAME", "Gateway", "create_gateway_app"]
+
+logger = logging.getLogger("tomc.gateway")
 
 #: What ``GET /healthz`` names, so a launcher can tell this gateway from another program.
 SERVICE_NAME = "tomc-gateway"
+#: Largest request body the gateway reads to rewrite (a bigger one is forwarded untouched).
+MAX_REWRITE_BYTES = 64 * 1024 * 1024
+_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_COMPACT_PATHS = {"/v1/responses/compact": "responses"}
 
 
-def create_gateway_app(settings: GatewaySettings | None = None) -> Starlette:
-    """The gateway: ``GET /healthz`` and the inspector (proxy routes are being added)."""
+class Gateway:
+    """The proxy's state: settings, the upstream HTTP client and the conversation store."""
+
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        *,
+        store: SessionStore | None = None,
+        session_factory: Callable[[], AutomaticChatSession] | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        timeout: httpx2.Timeout | None = None,
+    ) -> None:
+        self.settings = settings
+        factory = session_factory or partial(
+            AutomaticChatSession,
+            thinking_prefix=settings.thinking_prefix,
+            deployment_context_limit=settings.context_limit,
+        )
+        self.store = store or MemorySessionStore(factory)
+        self._transport = transport
+        self._timeout = timeout or httpx2.Timeout(connect=30.0, read=600.0, write=120.0, pool=30.0)
+        self.client: httpx2.AsyncClient | None = None
+        self.started = time.monotonic()
+        self.requests = 0
+        self.passthrough_paths = 0
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        # trust_env=False: the gateway forwards where it is told, never through an ambient proxy.
+        async with httpx2.AsyncClient(
+            transport=self._transport,
+            timeout=self._timeout,
+            trust_env=False,
+            follow_redirects=False,
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64),
+        ) as client:
+            self.client = client
+            yield
+            self.client = None
+
+    # ---------------------------------------------------------------- proxying
+
+    async def proxy(self, request: Request) -> Response:
+        self.requests += 1
+        assert self.client is not None, "the gateway's lifespan has not started"
+        path = request.url.path
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        route = route_request(path, request.url.query, headers, self.settings)
+        body = await request.body()
+        prepared_body, add, conversation = body, {}, None
+        api = route.api if request.method == "POST" else None
+        if api is not None:
+            prepared_body, add, conversation = await self._rewrite(api, headers, body)
+        else:
+            self.passthrough_paths += 1
+        sniffer = None
+        if conversation is not None:
+            sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens)
+        compact_api = _COMPACT_PATHS.get(path) if request.method == "POST" else None
+
+        def done(prompt_tokens: int | None, status: int) -> None:
+            if conversation is not None and prompt_tokens is not None and status < 400:
+                conversation.session.observe_usage(prompt_tokens)
+            if compact_api is not None and status < 400:
+                self._note_compaction(compact_api, headers, body)
+
+        return await relay(
+            self.client,
+            method=request.method,
+            url=route.url,
+            headers=forward_headers(request.headers.items(), add),
+            body=prepared_body,
+            api=route.api,
+            sniffer=sniffer,
+            on_done=done,
+        )
+
+    async def _rewrite(
+        self, api: str, headers: dict[str, str], body: bytes
+    ) -> tuple[bytes, dict[str, str], Conversation | None]:
+        """The body to send, headers to add, and the conversation; the original on any failure."""
+        if headers.get("content-encoding", "identity") != "identity":
+            logger.info("forwarding a %s request unchanged: its body is compressed", api)
+            return body, {}, None
+        if len(body) > MAX_REWRITE_BYTES:
+            logger.info("forwarding a %s request unchanged: body over %d bytes", api, len(body))
+            return body, {}, None
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            logger.info("forwarding a %s request unchanged: its body is not JSON", api)
+            return body, {}, None
+        if not isinstance(data, dict):
+            return body, {}, None
+        conversation = None
+        try:
+            key = conversation_key(api, headers, data)
+            conversation = self.store.get(f"{key}|{data.get('model')}", api)
+            prepared = await anyio.to_thread.run_sync(
+                partial(conversation.session.prepare_request, data, api=api)
+            )
+        except Exception as exc:  # fail open: the agent's request must go out as it came
+            logger.warning(
+                "forwarding a %s request unchanged: TOMC failed (%s: %s)",
+                api,
+                type(exc).__name__,
+                exc,
+                exc_info=True,
+            )
+            if conversation is not None:
+                conversation.record(None, time.monotonic())
+            return body, {}, None
+        decision = prepared.decision
+        conversation.record(decision, time.monotonic())
+        logger.info(
+            "%s %s: %s (%s -> %s tokens)",
+            api,
+            decision.action,
+            decision.code,
+            decision.tokens_before,
+            decision.tokens_after,
+        )
+        if prepared.body is data:
+            return body, {}, conversation
+        encoded = json.dumps(prepared.body, ensure_ascii=False, separators=(",", ":"))
+        return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), conversation
+
+    def _note_compaction(self, api: str, headers: dict[str, str], body: bytes) -> None:
+        """The agent compacted through its own endpoint: its session cools down as after a
+        native compaction."""
+        try:
+            data = json.loads(body)
+            key = conversation_key(api, headers, data)
+            conversation = self.store.get(f"{key}|{data.get('model')}", api)
+        except Exception:  # only bookkeeping: never fail the request for it
+            return
+        conversation.session.note_compaction(f"{api} compact endpoint")
+
+    # ---------------------------------------------------------------- status
+
+    def status(self) -> dict[str, Any]:
+        now = time.monotonic()
+        conversations = [c.to_dict(now) for c in self.store.conversations()]
+        return {
+            "service": SERVICE_NAME,
+            "version": __version__,
+            "port": self.settings.port,
+            "uptime_s": round(now - self.started, 1),
+            "upstreams": dict(self.settings.upstreams),
+            "thinking_prefix": self.settings.thinking_prefix,
+            "context_limit": self.settings.context_limit,
+            "requests": self.requests,
+            "passthrough_paths": self.passthrough_paths,
+            "tokens_saved": sum(c["tokens_saved"] for c in conversations),
+            "conversations": conversations,
+        }
+
+
+def _status_page(status: dict[str, Any]) -> str:
+    rows = []
+    for c in status["conversations"]:
+        decisions = ", ".join(f"{code} {n}" for code, n in c["decisions"].items())
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td>{html.escape(str(value))}</td>"
+                for value in (
+                    c["conversation"],
+                    c["api"],
+                    c["model"],
+                    c["requests"],
+                    c["rebuilds"],
+                    f"{c['tokens_saved']:,} ({c['saved_share']:.0%})",
+                    decisions,
+                    f"{c['idle_s']:.0f} s",
+                )
+            )
+            + "</tr>"
+        )
+    table = "".join(rows) or '<tr><td colspan="8">no conversations yet</td></tr>'
+    upstreams = ", ".join(f"{k}: {html.escape(v)}" for k, v in status["upstreams"].items())
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
+<title>TOMC gateway</title></head><body>
+<h1>TOMC gateway</h1>
+<p>Version {html.escape(status["version"])}, port {status["port"]}, up {status["uptime_s"]:.0f} s,
+{status["requests"]:,} requests, {status["tokens_saved"]:,} prompt tokens saved (estimated).
+Upstreams: {upstreams}. <a href="status.json">JSON</a></p>
+<table border="1" cellpadding="4"><tr><th>conversation</th><th>API</th><th>model</th>
+<th>requests</th><th>rebuilds</th><th>tokens saved</th><th>decisions</th><th>idle</th></tr>
+{table}</table></body></html>
+"""
+
+
+def create_gateway_app(
+    settings: GatewaySettings | None = None, *, gateway: Gateway | None = None
+) -> Starlette:
+    """The gateway application (see the module docstring)."""
     settings = settings or GatewaySettings()
+    gateway = gateway or Gateway(settings)
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse(
             {"status": "ok", "service": SERVICE_NAME, "version": __version__, "port": settings.port}
         )
 
+    async def status_json(request: Request) -> JSONResponse:
+        return JSONResponse(gateway.status())
+
+    async def status_page(request: Request) -> HTMLResponse:
+        return HTMLResponse(_status_page(gateway.status()))
+
+    async def proxy(request: Request) -> Response:
+        try:
+            return await gateway.proxy(request)
+        except Exception as exc:  # the last line of defence: answer in the client's shape
+            logger.error("gateway error on %s %s", request.method, request.url.path, exc_info=exc)
+            api = API_PATHS.get(request.url.path)
+            return error_response(
+                api, 502, f"TOMC gateway error ({type(exc).__name__})", "api_error"
+            )
+
     return Starlette(
-        routes=[Route("/healthz", healthz, methods=["GET", "HEAD"]), *inspector_routes()],
+        routes=[
+            Route("/healthz", healthz, methods=["GET", "HEAD"]),
+            Route("/status", status_page, methods=["GET", "HEAD"]),
+            Route("/status.json", status_json, methods=["GET", "HEAD"]),
+            *inspector_routes(),
+            Route("/{path:path}", proxy, methods=_METHODS),
+        ],
         middleware=[Middleware(HostCheck, allowed=LOOPBACK_HOSTS)],
+        lifespan=gateway.lifespan,
     )

@@ -57,6 +57,10 @@ class GatewaySettings:
     #: :mod:`tomc.chat.dialects.anthropic_messages`); ``"passthrough"`` sends such requests as
     #: they are.
     thinking_prefix: str = "passthrough"
+    #: Keep every request of every conversation under this many tokens (the
+    #: ``deployment_context_limit`` of its session), even where the model's window is larger;
+    #: ``None`` uses each model's documented window.
+    context_limit: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -71,6 +75,8 @@ class GatewaySettings:
                 raise InvalidOptionError(f"upstream {kind!r} must be an http(s) URL, not {url!r}")
         if self.thinking_prefix not in ("passthrough", "drop_block"):
             raise InvalidOptionError("thinking_prefix must be 'passthrough' or 'drop_block'")
+        if self.context_limit is not None and self.context_limit < 1024:
+            raise InvalidOptionError(f"context_limit must be >= 1024, not {self.context_limit}")
 
     def upstream(self, kind: str) -> str:
         """The base URL for ``kind``, without a trailing slash."""
@@ -104,6 +110,7 @@ def load_settings(home: str | os.PathLike[str] | None = None) -> GatewaySettings
             port=int(data.get("port", DEFAULT_PORT)),
             upstreams=upstreams,
             thinking_prefix=data.get("thinking_prefix", "passthrough"),
+            context_limit=data.get("context_limit"),
         )
     except (ValueError, TypeError, AttributeError) as exc:
         raise InvalidOptionError(f"gateway settings {path} are not valid: {exc}") from None

@@ -97,6 +97,7 @@ class InspectorServer:
         backlog: int = BACKLOG,
         quiet: bool = False,
         verbose: bool = False,
+        lifespan: str = "off",
     ) -> None:
         self.socket = _bind(host, port, backlog)
         self.host = host
@@ -106,7 +107,7 @@ class InspectorServer:
             http="h11",
             loop="asyncio",
             ws="none",
-            lifespan="off",
+            lifespan=lifespan,
             backlog=backlog,
             log_config=None,
             log_level="critical" if quiet else "info" if verbose else "warning",
