@@ -242,6 +242,9 @@ class Tomc:
     MODEL = "replay"
     ENCODING: str | None = "o200k_base"
 
+    #: Extra AutomaticChatSession arguments for an ablation (``--session``).
+    SESSION_OPTIONS: Mapping[str, Any] = {}
+
     def __init__(self, prepared: Prepared, window: int, reserve: int) -> None:
         self.window, self.reserve = window, reserve
         self.options = {"tools": prepared.tools, "max_tokens": reserve}
@@ -249,7 +252,9 @@ class Tomc:
         if self.ENCODING:
             profile["encoding"] = self.ENCODING
         self.session = AutomaticChatSession(
-            deployment_context_limit=window, model_profiles={self.MODEL: profile}
+            deployment_context_limit=window,
+            model_profiles={self.MODEL: profile},
+            **self.SESSION_OPTIONS,
         )
 
     def __call__(self, request: list[Any]) -> Outcome:
@@ -628,7 +633,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reserve", type=int, default=RESERVE, help="output tokens reserved")
     parser.add_argument("--data", default=str(tj.DEFAULT_DATA), help="trajectory file")
     parser.add_argument("--json", action="store_true", help="machine-readable rows instead")
+    parser.add_argument(
+        "--session",
+        type=json.loads,
+        default={},
+        help='extra AutomaticChatSession arguments for the tomc methods, as JSON '
+        '(an ablation, e.g. \'{"work_query": "task"}\')',
+    )
     args = parser.parse_args(argv)
+    Tomc.SESSION_OPTIONS = args.session
     windows = args.windows or (QUICK_WINDOWS if args.quick else WINDOWS)
     try:
         report = run(
