@@ -375,17 +375,18 @@ class AutomaticChatSession:
         gate = self.native.gate()  # every logical request counts toward pause and cooldown
         profile = self.profiles.get(plan.model) if isinstance(plan.model, str) else None
         plan.meter = self._meter(profile)
-        plan.read(self._items)
-        if gate is not None:
-            raise Pass(*gate)
         limit = deployment_limit if deployment_limit is not None else self.deployment_context_limit
         window = effective_window(profile, limit)
-        if window is None:
+        if window is None:  # decided before reading anything: such a request costs nothing
             raise Pass(
                 "unknown_model",
                 f"unknown model {plan.model!r}: no bundled profile and no "
                 "deployment_context_limit, so no capacity is assumed",
             )
+        # Read even while a native compaction pauses the session, so the item cache stays warm.
+        plan.read(self._items)
+        if gate is not None:
+            raise Pass(*gate)
         plan.window = window
         plan.fit_limit = window - plan.output_reserve
         self._backoff(plan)
