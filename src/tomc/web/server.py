@@ -104,7 +104,7 @@ class InspectorServer:
         self.port = self.socket.getsockname()[1]
         config = uvicorn.Config(
             app,
-            http="h11",
+            http="auto",
             loop="asyncio",
             ws="none",
             lifespan=lifespan,
