@@ -216,7 +216,7 @@ def agent_loop_section(quick: bool) -> list[str]:
         windows=agent_replay.QUICK_WINDOWS if quick else agent_replay.WINDOWS,
         limit=agent_replay.QUICK_TRAJECTORIES if quick else None,
     )
-    from benchmarks import request_overhead
+    from benchmarks import gateway_load, request_overhead
 
     overhead = request_overhead.measure(100_000 if quick else 1_000_000)
     return [
@@ -231,6 +231,12 @@ def agent_loop_section(quick: bool) -> list[str]:
         "the frozen memory, beside one `json.dumps` of the same messages.",
         "",
         *request_overhead.to_markdown(overhead),
+        "",
+        "### The gateway under load",
+        "",
+        "`python -m benchmarks.gateway_load` (also part of this run):",
+        "",
+        *gateway_load.to_markdown(gateway_load.measure(50 if quick else 200)),
     ]
 
 
