@@ -1,0 +1,552 @@
+"""Persistent mode: point an agent's own configuration at the gateway, and put it back.
+
+``activate`` backs up the agent's configuration file into the gateway folder, then edits it
+(:mod:`.claude_config`, :mod:`.codex_config`); ``restore_direct`` puts back exactly what was
+there. Every step is atomic (temporary file, then rename) and the journal is written before
+the agent's file is touched, so a crash at any point leaves a state both commands finish
+correctly.
+
+Files, per client, in ``<TOMC home>/gateway/activations/``:
+
+- ``<client>.original``: a byte-identical copy of the configuration file as it was before the
+  first activation (absent when there was no file).
+- ``<client>.json``: the journal, ``format`` 1 (see :class:`ActivationRecord`): the state
+  (``pending`` until the agent's file is written, then ``active``), the file's path, whether
+  it existed, its SHA-256 and mode, the folders TOMC created for it, the SHA-256 of what TOMC
+  wrote, the keys TOMC set with their previous values, and the upstreams recorded.
+
+Order of an activation: backup, journal (``pending``), upstreams into the gateway settings,
+the agent's file, journal (``active``). Restoring: byte-identical from the backup when the file
+is still exactly what TOMC wrote; key by key (only TOMC's keys, previous values put back) when
+the user changed it since; then the journal and the backup are deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import GatewayError, InvalidOptionError
+from ..notebooks import default_home
+from .agent_config import (
+    CLIENTS,
+    ConfigEdit,
+    ConfigRestore,
+    KeyChange,
+    decode_config,
+    read_config,
+)
+from .claude_config import (
+    claude_activate,
+    claude_base_url,
+    claude_deactivate,
+    claude_settings_path,
+)
+from .codex_config import (
+    PROVIDER_ID,
+    codex_activate,
+    codex_auth_mode,
+    codex_config_path,
+    codex_deactivate,
+    codex_home,
+    codex_provider,
+)
+from .health import gateway_root, loopback_port, probe, wait_until_answering
+from .login import CommandRunner, install_login_entry, login_entry, remove_login_entry
+from .settings import atomic_write, gateway_dir, load_settings, record_upstream, save_settings
+
+__all__ = [
+    "ActivationRecord",
+    "ConfigWriter",
+    "activate",
+    "activated_clients",
+    "client_config_path",
+    "load_record",
+    "pointed_url",
+    "restore_direct",
+]
+
+FORMAT = 1
+ACTIVATIONS_DIR = "activations"
+START_TIMEOUT_S = 30.0
+
+#: Writes the agent's configuration file: ``(path, data, mode)``. Injectable so that tests
+#: can make it fail (a crash between the backup and the write).
+ConfigWriter = Callable[[Path, bytes, int], None]
+
+
+def _sha256(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class ActivationRecord:
+    """The journal of one client's activation (``<client>.json``)."""
+
+    client: str
+    state: str  # "pending" until the agent's file is written, then "active"
+    config: str  # the configuration file's path (as the agent names it)
+    target: str  # the file actually written (the same unless ``config`` is a symlink)
+    existed: bool
+    original_sha256: str | None
+    original_mode: int | None
+    created_dirs: tuple[str, ...]  # folders TOMC created for a file that did not exist
+    #: False once restoring the backup byte for byte would lose something: the file was
+    #: changed after activation, or already pointed at the gateway before it.
+    byte_restore: bool
+    written_sha256: str
+    port: int
+    gateway_url: str
+    changes: tuple[KeyChange, ...]
+    created: tuple[tuple[str, ...], ...]
+    upstreams: Mapping[str, str] = field(default_factory=dict)
+    activated_at: str = ""
+    format: int = FORMAT
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["changes"] = [change.to_dict() for change in self.changes]
+        data["created"] = [list(path) for path in self.created]
+        data["created_dirs"] = list(self.created_dirs)
+        data["upstreams"] = dict(self.upstreams)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ActivationRecord:
+        if data.get("format") != FORMAT:
+            raise ValueError(f"unknown format {data.get('format')!r}")
+        return cls(
+            client=str(data["client"]),
+            state=str(data["state"]),
+            config=str(data["config"]),
+            target=str(data["target"]),
+            existed=bool(data["existed"]),
+            original_sha256=data.get("original_sha256"),
+            original_mode=data.get("original_mode"),
+            created_dirs=tuple(str(p) for p in data.get("created_dirs", ())),
+            byte_restore=bool(data["byte_restore"]),
+            written_sha256=str(data["written_sha256"]),
+            port=int(data["port"]),
+            gateway_url=str(data["gateway_url"]),
+            changes=tuple(KeyChange.from_dict(c) for c in data["changes"]),
+            created=tuple(tuple(str(p) for p in path) for path in data.get("created", ())),
+            upstreams={str(k): str(v) for k, v in data.get("upstreams", {}).items()},
+            activated_at=str(data.get("activated_at", "")),
+        )
+
+
+# ---- per-client adapters ------------------------------------------------------------------
+
+
+def _check_client(client: str) -> None:
+    if client not in CLIENTS:
+        raise InvalidOptionError(f"unknown client {client!r}; use one of {', '.join(CLIENTS)}")
+
+
+def client_config_path(client: str, environ: Mapping[str, str]) -> Path:
+    """The configuration file TOMC edits for ``client``."""
+    _check_client(client)
+    if client == "claude":
+        return claude_settings_path(environ)
+    return codex_config_path(environ)
+
+
+def client_gateway_url(client: str, port: int) -> str:
+    """What the client's configuration holds when it points at the gateway."""
+    return gateway_root(port) if client == "claude" else f"{gateway_root(port)}/v1"
+
+
+def _edit(client: str, text: str, port: int, environ: Mapping[str, str], where: str) -> ConfigEdit:
+    if client == "claude":
+        return claude_activate(text, gateway_root(port), environ, where)
+    return codex_activate(text, port, codex_auth_mode(environ), where)
+
+
+def _undo_keys(client: str, text: str, record: ActivationRecord, where: str) -> ConfigRestore:
+    undo = claude_deactivate if client == "claude" else codex_deactivate
+    return undo(text, record.changes, record.created, where)
+
+
+def pointed_url(client: str, text: str | None, where: str = "") -> str | None:
+    """Where the configuration sends the client's requests, when it says so explicitly."""
+    where = where or client_config_path(client, os.environ).name
+    if client == "claude":
+        return claude_base_url(text, where)
+    provider = codex_provider(text, where)
+    return provider.base_url
+
+
+def points_at_gateway(client: str, text: str | None, port: int, where: str = "") -> bool:
+    """Whether the configuration sends the client's requests to a gateway on ``port`` (Codex:
+    or to its ``tomc`` provider on any local port)."""
+    if loopback_port(pointed_url(client, text, where)) == port:
+        return True
+    return client == "codex" and codex_provider(text, where or "config.toml").is_gateway()
+
+
+def _gateway_keys(client: str, url: str | None) -> tuple[KeyChange, ...]:
+    """The keys TOMC sets, as if it had set them with nothing there before."""
+    if client == "claude":
+        return (KeyChange(("env", "ANTHROPIC_BASE_URL"), False, None, url),)
+    return (
+        KeyChange(("model_provider",), False, None, PROVIDER_ID),
+        KeyChange(("model_providers", PROVIDER_ID), False, None, None),
+    )
+
+
+# ---- journal ------------------------------------------------------------------------------
+
+
+def _folder(gateway_folder: Path) -> Path:
+    return gateway_folder / ACTIVATIONS_DIR
+
+
+def _record_path(gateway_folder: Path, client: str) -> Path:
+    return _folder(gateway_folder) / f"{client}.json"
+
+
+def _backup_path(gateway_folder: Path, client: str) -> Path:
+    return _folder(gateway_folder) / f"{client}.original"
+
+
+def load_record(gateway_folder: Path, client: str) -> ActivationRecord | None:
+    """The client's activation journal, ``None`` when it is not activated."""
+    path = _record_path(gateway_folder, client)
+    try:
+        raw = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise GatewayError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        return ActivationRecord.from_dict(json.loads(raw))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise GatewayError(
+            f"the activation record {path} is damaged ({exc}); the original file, if there "
+            f"was one, is {_backup_path(gateway_folder, client)}"
+        ) from None
+
+
+def _save_record(gateway_folder: Path, record: ActivationRecord) -> None:
+    data = json.dumps(record.to_dict(), indent=2, sort_keys=True) + "\n"
+    atomic_write(_record_path(gateway_folder, record.client), data.encode("utf-8"))
+
+
+def _drop_record(gateway_folder: Path, client: str) -> None:
+    # The journal goes first: a backup without a journal is ignored and overwritten later.
+    for path in (_record_path(gateway_folder, client), _backup_path(gateway_folder, client)):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def activated_clients(gateway_folder: Path) -> list[str]:
+    """Clients with an activation journal (pending or active)."""
+    return [c for c in CLIENTS if _record_path(gateway_folder, c).exists()]
+
+
+# ---- activate -----------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _missing_dirs(path: Path) -> tuple[str, ...]:
+    missing = []
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(str(parent))
+        parent = parent.parent
+    return tuple(missing)  # deepest first
+
+
+def _write(writer: ConfigWriter, path: Path, data: bytes, mode: int) -> None:
+    try:
+        writer(path, data, mode)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if isinstance(exc, NotADirectoryError | FileExistsError):
+            reason = "a part of that path is a file"
+        raise GatewayError(f"cannot write {path}: {reason}") from None
+
+
+def _default_writer(path: Path, data: bytes, mode: int) -> None:
+    atomic_write(path, data, mode)
+
+
+def _encode(text: str, like: bytes | None) -> bytes:
+    bom = b"\xef\xbb\xbf" if like is not None and like.startswith(b"\xef\xbb\xbf") else b""
+    return bom + text.encode("utf-8")
+
+
+def _check_codex_home(client: str, environ: Mapping[str, str]) -> None:
+    if client == "codex" and environ.get("CODEX_HOME", "").strip():
+        home = codex_home(environ)
+        if not home.is_dir():
+            raise GatewayError(f"CODEX_HOME is {home}, which is not a folder (Codex needs one)")
+
+
+def _not_answering(port: int, other: bool) -> GatewayError:
+    if other:
+        return GatewayError(
+            f"port {port} is used by another program, not a TOMC gateway; pick another "
+            "port with --port"
+        )
+    return GatewayError(
+        f"no TOMC gateway answers on {gateway_root(port)}, so nothing was changed; start it "
+        f"with `tomc gateway serve --port {port}` (keep it running), or add --login to start "
+        "it now and at every login"
+    )
+
+
+def activate(
+    client: str,
+    *,
+    port: int | None = None,
+    home: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    login: bool = False,
+    runner: CommandRunner | None = None,
+    platform: str = sys.platform,
+    write_config: ConfigWriter = _default_writer,
+    start_timeout_s: float = START_TIMEOUT_S,
+) -> list[str]:
+    """Point ``client``'s own configuration at the gateway on ``port`` (default: the saved
+    port); return what was done, in words. Refuses while no gateway answers there (with
+    ``login``, installs the login entry first and waits for it to answer)."""
+    _check_client(client)
+    environ = os.environ if environ is None else environ
+    home_path = Path(home).expanduser() if home is not None else default_home()
+    folder = gateway_dir(home_path)
+    settings = load_settings(home_path)
+    port = settings.port if port is None else port
+    _check_codex_home(client, environ)
+    path = client_config_path(client, environ)
+    target = Path(os.path.realpath(path))
+    done: list[str] = []
+
+    found = probe(port)
+    if login:
+        if runner is None:
+            from .login import run_command
+
+            runner = run_command
+        entry = login_entry(port, home_path, folder, platform=platform, environ=environ)
+        done += install_login_entry(entry, folder, client, runner, start_now=not found.answering)
+        if not found.answering:
+            wait_until_answering(port, start_timeout_s)
+    elif not found.answering:
+        raise _not_answering(port, found.other)
+    if port != settings.port:
+        save_settings(replace(settings, port=port), home_path)
+        done.append(f"gateway settings: port {port}")
+
+    record = load_record(folder, client)
+    if record is not None and Path(record.target) != target:
+        raise GatewayError(
+            f"{client} is activated for {record.config}, not {path}; run "
+            f"`tomc restore-direct --client {client}` first"
+        )
+    data = read_config(target)
+    text = decode_config(path, data) if data is not None else ""
+    edit = _edit(client, text, port, environ, str(path))
+    new_bytes = _encode(edit.text, data) if edit.changed else data or b""
+    written = _sha256(new_bytes) or ""
+    recovering = record is None or record.state == "pending"
+
+    if record is None:
+        if data is not None:
+            atomic_write(_backup_path(folder, client), data)
+        record = ActivationRecord(
+            client=client,
+            state="pending",
+            config=str(path),
+            target=str(target),
+            existed=data is not None,
+            original_sha256=_sha256(data),
+            original_mode=stat.S_IMODE(target.stat().st_mode) if data is not None else None,
+            created_dirs=_missing_dirs(target),
+            # A file that already pointed at the gateway is no state to go back to.
+            byte_restore=not points_at_gateway(client, text, port, str(path)),
+            written_sha256=written,
+            port=port,
+            gateway_url=client_gateway_url(client, port),
+            changes=edit.changes,
+            created=edit.created,
+            upstreams=dict(edit.upstreams),
+            activated_at=_now(),
+        )
+        _save_record(folder, record)  # the journal, before the agent's file is touched
+    else:
+        current = _sha256(data)
+        foreign = current not in (record.written_sha256, record.original_sha256) or (
+            data is None and record.existed
+        )
+        updated = replace(
+            record,
+            state="pending" if edit.changed else record.state,
+            port=port,
+            gateway_url=client_gateway_url(client, port),
+            byte_restore=record.byte_restore and not foreign,
+            written_sha256=written if edit.changed or not foreign else record.written_sha256,
+        )
+        if updated != record:
+            _save_record(folder, updated)  # again before the agent's file is touched
+        record = updated
+
+    if recovering:
+        for kind, url in sorted(record.upstreams.items()):
+            try:
+                replaced = record_upstream(kind, url, home_path)
+            except InvalidOptionError as exc:
+                done.append(f"note: upstream not recorded: {exc}")
+                continue
+            if replaced is not None:
+                done.append(
+                    f"gateway settings: {kind} upstream {url} (was {replaced}); restart the "
+                    "gateway to use it"
+                )
+
+    if edit.changed:
+        mode = stat.S_IMODE(target.stat().st_mode) if data is not None else 0o600
+        _write(write_config, target, new_bytes, mode)
+        done.append(f"{client}: {path} now points at {record.gateway_url}")
+    else:
+        done.append(f"{client}: {path} already points at {record.gateway_url}; nothing changed")
+    if record.state != "active":
+        _save_record(folder, replace(record, state="active"))
+    done.extend(f"note: {note}" for note in edit.notes)
+    return done
+
+
+# ---- restore ------------------------------------------------------------------------------
+
+
+def _remove_file(target: Path, created_dirs: tuple[str, ...]) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        target.unlink()
+    for folder in created_dirs:  # deepest first; a folder the user filled since stays
+        try:
+            os.rmdir(folder)
+        except OSError:
+            break
+
+
+def _restore_one(
+    folder: Path, client: str, environ: Mapping[str, str], settings_port: int
+) -> list[str]:
+    record = load_record(folder, client)
+    if record is None:
+        return _restore_unrecorded(client, environ, settings_port)
+    target = Path(record.target)
+    data = read_config(target)
+    current = _sha256(data)
+    where = record.config
+    if (data is None and not record.existed) or (
+        record.existed and current == record.original_sha256
+    ):
+        if data is None:
+            _remove_file(target, record.created_dirs)
+        message = f"{client}: {where} is as it was before activation"
+    elif record.byte_restore and current == record.written_sha256:
+        if record.existed:
+            backup = _backup_path(folder, client)
+            original = read_config(backup)
+            if original is None or _sha256(original) != record.original_sha256:
+                raise GatewayError(
+                    f"the backup {backup} is missing or damaged; {where} was left as it is"
+                )
+            mode = record.original_mode if record.original_mode is not None else 0o600
+            _write(_default_writer, target, original, mode)
+            message = f"{client}: {where} restored byte for byte"
+        else:
+            _remove_file(target, record.created_dirs)
+            message = f"{client}: removed {where} (it did not exist before activation)"
+    elif data is None:
+        message = f"{client}: {where} was deleted after activation; nothing to put back"
+    else:
+        text = decode_config(Path(where), data)
+        restored = _undo_keys(client, text, record, where)
+        if restored.empty and not record.existed:
+            _remove_file(target, record.created_dirs)
+            message = f"{client}: removed {where} (it did not exist before activation)"
+        else:
+            _write(
+                _default_writer,
+                target,
+                _encode(restored.text, data),
+                stat.S_IMODE(target.stat().st_mode),
+            )
+            message = (
+                f"{client}: {where} changed since activation, so only the keys TOMC set were "
+                "put back (your other edits are kept)"
+            )
+        if restored.kept:
+            message += (
+                f"; left {', '.join(restored.kept)} alone: it no longer points at the gateway"
+            )
+    _drop_record(folder, client)
+    return [message]
+
+
+def _restore_unrecorded(client: str, environ: Mapping[str, str], port: int) -> list[str]:
+    """No journal: take TOMC's keys out only when the file still points at the gateway."""
+    path = client_config_path(client, environ)
+    target = Path(os.path.realpath(path))
+    data = read_config(target)
+    if data is None:
+        return []
+    text = decode_config(path, data)
+    if not points_at_gateway(client, text, port, str(path)):
+        return []
+    undo = claude_deactivate if client == "claude" else codex_deactivate
+    changes = _gateway_keys(client, pointed_url(client, text, str(path)))
+    restored = undo(text, changes, (), str(path))
+    mode = stat.S_IMODE(target.stat().st_mode)
+    _write(_default_writer, target, _encode(restored.text, data), mode)
+    return [
+        f"{client}: {path} pointed at the gateway without an activation record; removed "
+        "TOMC's keys (what they held before is unknown)"
+    ]
+
+
+def restore_direct(
+    client: str | None = None,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    runner: CommandRunner | None = None,
+) -> list[str]:
+    """Put ``client``'s configuration (default: every client) back as it was before
+    activation, and remove the login entry once no activated client needs it. Safe to run
+    again, after a crash and after several activations; returns what was done, in words."""
+    environ = os.environ if environ is None else environ
+    clients = CLIENTS if client is None else (client,)
+    for name in clients:
+        _check_client(name)
+    home_path = Path(home).expanduser() if home is not None else default_home()
+    folder = gateway_dir(home_path)
+    port = load_settings(home_path).port
+    done: list[str] = []
+    for name in clients:
+        done += _restore_one(folder, name, environ, port)
+    if runner is None:
+        from .login import run_command
+
+        runner = run_command
+    done += remove_login_entry(
+        folder, runner, client=client, still_needed_by=activated_clients(folder)
+    )
+    if not done:
+        names = client or "claude or codex"
+        done.append(f"nothing to restore: {names} is not activated")
+    return done
