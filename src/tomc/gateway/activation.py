@@ -334,22 +334,6 @@ def activate(
     target = Path(os.path.realpath(path))
     done: list[str] = []
 
-    found = probe(port)
-    if login:
-        if runner is None:
-            from .login import run_command
-
-            runner = run_command
-        entry = login_entry(port, home_path, folder, platform=platform, environ=environ)
-        done += install_login_entry(entry, folder, client, runner, start_now=not found.answering)
-        if not found.answering:
-            wait_until_answering(port, start_timeout_s)
-    elif not found.answering:
-        raise _not_answering(port, found.other)
-    if port != settings.port:
-        save_settings(replace(settings, port=port), home_path)
-        done.append(f"gateway settings: port {port}")
-
     record = load_record(folder, client)
     if record is not None and Path(record.target) != target:
         raise GatewayError(
@@ -361,7 +345,34 @@ def activate(
     edit = _edit(client, text, port, environ, str(path))
     new_bytes = _encode(edit.text, data) if edit.changed else data or b""
     written = _sha256(new_bytes) or ""
+
+    # Everything above only read; from here on things change.
+    found = probe(port)
+    if found.other:
+        raise _not_answering(port, other=True)
+    if login:
+        if runner is None:
+            from .login import run_command
+
+            runner = run_command
+        entry = login_entry(port, home_path, folder, platform=platform, environ=environ)
+        done += install_login_entry(entry, folder, client, runner, start_now=not found.answering)
+        if not found.answering:
+            try:
+                wait_until_answering(port, start_timeout_s)
+            except GatewayError as exc:
+                raise GatewayError(
+                    f"{exc}, so {path} was not changed; the login entry is installed "
+                    "(`tomc restore-direct` removes it)"
+                ) from None
+    elif not found.answering:
+        raise _not_answering(port, found.other)
+    if port != settings.port:
+        save_settings(replace(settings, port=port), home_path)
+        done.append(f"gateway settings: port {port}")
+
     recovering = record is None or record.state == "pending"
+    before = record  # the journal as it was, to go back to if the write is refused
 
     if record is None:
         if data is not None:
@@ -418,7 +429,17 @@ def activate(
 
     if edit.changed:
         mode = stat.S_IMODE(target.stat().st_mode) if data is not None else 0o600
-        _write(write_config, target, new_bytes, mode)
+        try:
+            _write(write_config, target, new_bytes, mode)
+        except GatewayError:
+            # Refused (not a crash): the agent's file is as it was, so is the journal.
+            if before is None:
+                _drop_record(folder, client)
+                if not record.existed:
+                    _remove_file(target, record.created_dirs)
+            else:
+                _save_record(folder, before)
+            raise
         done.append(f"{client}: {path} now points at {record.gateway_url}")
     else:
         done.append(f"{client}: {path} already points at {record.gateway_url}; nothing changed")
@@ -502,11 +523,12 @@ def _restore_unrecorded(client: str, environ: Mapping[str, str], port: int) -> l
     """No journal: take TOMC's keys out only when the file still points at the gateway."""
     path = client_config_path(client, environ)
     target = Path(os.path.realpath(path))
-    data = read_config(target)
-    if data is None:
-        return []
-    text = decode_config(path, data)
-    if not points_at_gateway(client, text, port, str(path)):
+    try:
+        data = read_config(target)
+        text = decode_config(path, data) if data is not None else None
+        if text is None or not points_at_gateway(client, text, port, str(path)):
+            return []
+    except GatewayError:  # unreadable, and TOMC never wrote it: not TOMC's to repair
         return []
     undo = claude_deactivate if client == "claude" else codex_deactivate
     changes = _gateway_keys(client, pointed_url(client, text, str(path)))

@@ -181,7 +181,7 @@ def _last_line(path: Path) -> str:
         lines = path.read_text("utf-8", "replace").strip().splitlines()
     except OSError:
         return ""
-    return lines[-1].strip() if lines else ""
+    return lines[-1].strip().removeprefix("Error: ") if lines else ""
 
 
 def ensure_gateway(port: int, home: Path, folder: Path, timeout_s: float = START_TIMEOUT_S) -> bool:
