@@ -8,7 +8,6 @@ runner.
 
 from __future__ import annotations
 
-import hashlib
 import http.server
 import json
 import plistlib
@@ -96,8 +95,18 @@ def write(path: Path, text: str, mode: int = 0o644) -> bytes:
     return path.read_bytes()
 
 
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def activate_with_login(
+    client: str, env: dict[str, str], port: int, runner: Recorder, platform: str = "linux"
+) -> list[str]:
+    return activate(
+        client,
+        port=port,
+        home=tomc_home(env),
+        environ=env,
+        login=True,
+        runner=runner,
+        platform=platform,
+    )
 
 
 class Recorder:
@@ -567,15 +576,7 @@ def test_login_entry_installed_and_removed(
 ) -> None:
     runner = Recorder()
     folder = gateway_dir(tomc_home(env))
-    activate(
-        "claude",
-        port=live_port,
-        home=tomc_home(env),
-        environ=env,
-        login=True,
-        runner=runner,
-        platform=platform,
-    )
+    activate_with_login("claude", env, live_port, runner, platform)
     entry = login_entry(live_port, tomc_home(env), folder, platform=platform, environ=env)
     assert entry.path.read_bytes() == entry.content
     assert str(home(env)) in str(entry.path) or str(folder) in str(entry.path)
@@ -607,15 +608,7 @@ def test_login_entry_starts_the_gateway_when_none_answers(
 
     runner = Recorder(on_start=start)
     try:
-        done = activate(
-            "codex",
-            port=port,
-            home=tomc_home(env),
-            environ=env,
-            login=True,
-            runner=runner,
-            platform="linux",
-        )
+        done = activate_with_login("codex", env, port, runner)
         assert runner.commands[-1] == ("systemctl", "--user", "start", "tomc-gateway.service")
         assert done[-1].endswith(f"now points at http://127.0.0.1:{port}/v1")
         unit = home(env) / ".config" / "systemd" / "user" / "tomc-gateway.service"
@@ -631,15 +624,7 @@ def test_login_entry_starts_the_gateway_when_none_answers(
 def test_failed_login_entry_changes_nothing(env: dict[str, str]) -> None:
     runner = Recorder(fail="enable")
     with pytest.raises(GatewayError, match=r"systemctl --user enable tomc-gateway\.service"):
-        activate(
-            "claude",
-            port=free_port(),
-            home=tomc_home(env),
-            environ=env,
-            login=True,
-            runner=runner,
-            platform="linux",
-        )
+        activate_with_login("claude", env, free_port(), runner)
     assert not (home(env) / ".config" / "systemd" / "user" / "tomc-gateway.service").exists()
     assert not (home(env) / ".claude").exists()
     assert not (gateway_dir(tomc_home(env)) / "login.json").exists()
@@ -649,9 +634,8 @@ def test_login_entry_stays_while_another_client_uses_it(
     env: dict[str, str], live_port: int
 ) -> None:
     runner = Recorder()
-    options = {"port": live_port, "home": tomc_home(env), "environ": env, "runner": runner}
-    activate("claude", login=True, platform="linux", **options)
-    activate("codex", login=True, platform="linux", **options)
+    activate_with_login("claude", env, live_port, runner)
+    activate_with_login("codex", env, live_port, runner)
     unit = home(env) / ".config" / "systemd" / "user" / "tomc-gateway.service"
     kept = restore_direct("claude", home=tomc_home(env), environ=env, runner=runner)
     assert kept[-1] == "login entry kept: codex still use the gateway"

@@ -3,9 +3,7 @@ gateway package (registered on the main command in :mod:`tomc.cli`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import NoReturn
+from contextlib import AbstractContextManager
 
 import click
 
@@ -73,26 +71,12 @@ _PORT = click.option(
 )
 
 
-def _fail(exc: BaseException, doing: str) -> NoReturn:
-    from ..service import report_error
+def _reported(doing: str) -> AbstractContextManager[None]:
+    """The command line's one error path: a message on stderr and the exit code of the error
+    table (:data:`tomc.service.ERROR_TABLE`), never a traceback."""
+    from ..cli import _reported as reported  # cli imports this module; import when used
 
-    report = report_error(exc, doing, detail=True)
-    error = click.ClickException(report.message)
-    error.exit_code = report.exit_code
-    raise error from None
-
-
-@contextmanager
-def _reported(doing: str) -> Iterator[None]:
-    """Any error of the block becomes one line on stderr and an exit code, never a traceback."""
-    try:
-        yield
-    except (click.ClickException, click.exceptions.Exit, click.Abort):
-        raise
-    except KeyboardInterrupt:
-        raise click.exceptions.Exit(130) from None
-    except Exception as exc:
-        _fail(exc, doing)
+    return reported(doing)
 
 
 def _say(message: str) -> None:
