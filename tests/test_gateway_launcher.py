@@ -177,6 +177,9 @@ def test_claude_plan_records_the_users_endpoint(tmp_path: Path) -> None:
     settings.write_text('{"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9999"}}', "utf-8")
     plan = plan_launch("claude", "/bin/claude", [], 9999, {"HOME": str(tmp_path)})
     assert plan.argv == ("/bin/claude",) and plan.upstreams == {}
+    # Activated for the configured gateway, run on another port: that gateway is no upstream.
+    plan = plan_launch("claude", "/bin/claude", [], 9000, {"HOME": str(tmp_path)}, {9999})
+    assert plan.argv[1] == "--settings" and plan.upstreams == {}
 
 
 def test_gateway_stops_when_the_last_of_two_agents_exits(env: dict[str, str]) -> None:
@@ -273,11 +276,17 @@ def test_agent_stays_running_when_activated(env: dict[str, str]) -> None:
         status = tomc(["gateway", "status", "--json"], env)
         assert status.returncode == 0
         assert json.loads(status.stdout)["started_by_run"] is not None
+        # Once nothing is activated and no tomc run is left, restore-direct stops it.
+        restored = tomc(["restore-direct"], env)
+        assert restored.returncode == 0, restored.stderr
+        assert f"stopped the gateway `tomc run` had started on http://127.0.0.1:{port}" in (
+            restored.stdout
+        )
+        assert not probe(port).answering
     finally:
         if running.poll() is None:
             running.kill()
             running.wait()
-        tomc(["restore-direct"], env)
 
 
 def test_errors_are_one_line_without_starting_anything(env: dict[str, str]) -> None:

@@ -61,6 +61,7 @@ from .codex_config import (
     codex_provider,
 )
 from .health import gateway_root, loopback_port, probe, wait_until_answering
+from .leases import RUN_GATEWAY_FILE, live_leases, read_run_gateway, run_lock, stop_gateway
 from .login import CommandRunner, install_login_entry, login_entry, remove_login_entry
 from .settings import atomic_write, gateway_dir, load_settings, record_upstream, save_settings
 
@@ -178,7 +179,7 @@ def _undo_keys(client: str, text: str, record: ActivationRecord, where: str) -> 
 
 def pointed_url(client: str, text: str | None, where: str = "") -> str | None:
     """Where the configuration sends the client's requests, when it says so explicitly."""
-    where = where or client_config_path(client, os.environ).name
+    where = where or ("settings.json" if client == "claude" else "config.toml")
     if client == "claude":
         return claude_base_url(text, where)
     provider = codex_provider(text, where)
@@ -541,6 +542,19 @@ def _restore_unrecorded(client: str, environ: Mapping[str, str], port: int) -> l
     ]
 
 
+def _stop_unused_run_gateway(folder: Path) -> list[str]:
+    """A gateway ``tomc run`` started stays up while an agent is activated to use it; once
+    none is and no ``tomc run`` is left, it is stopped as ``tomc run`` would have."""
+    if not (folder / RUN_GATEWAY_FILE).exists():
+        return []
+    with run_lock(folder):
+        started = read_run_gateway(folder)
+        if started is None or activated_clients(folder) or live_leases(folder, prune=True):
+            return []
+        stop_gateway(folder)
+    return [f"stopped the gateway `tomc run` had started on {gateway_root(started.port)}"]
+
+
 def restore_direct(
     client: str | None = None,
     *,
@@ -568,6 +582,7 @@ def restore_direct(
     done += remove_login_entry(
         folder, runner, client=client, still_needed_by=activated_clients(folder)
     )
+    done += _stop_unused_run_gateway(folder)
     if not done:
         names = client or "claude or codex"
         done.append(f"nothing to restore: {names} is not activated")

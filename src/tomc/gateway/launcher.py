@@ -28,8 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -44,10 +43,10 @@ from .health import gateway_root, loopback_port, probe, wait_until_answering
 from .leases import (
     clear_run_gateway,
     live_leases,
-    pid_alive,
     read_run_gateway,
     remove_lease,
     run_lock,
+    stop_gateway,
     write_lease,
     write_run_gateway,
 )
@@ -60,13 +59,11 @@ __all__ = [
     "find_agent",
     "plan_launch",
     "run_agent",
-    "stop_gateway",
 ]
 
 #: The variable that names the agent's executable instead of looking for it on ``PATH``.
 AGENT_ENV = {"claude": "TOMC_CLAUDE_BIN", "codex": "TOMC_CODEX_BIN"}
 START_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 10.0
 LOG_FILE = "gateway.log"
 _FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP")
 
@@ -112,10 +109,16 @@ def _config_text(path: Path) -> tuple[str | None, str | None]:
 
 
 def plan_launch(
-    client: str, executable: str, args: Sequence[str], port: int, environ: Mapping[str, str]
+    client: str,
+    executable: str,
+    args: Sequence[str],
+    port: int,
+    environ: Mapping[str, str],
+    gateway_ports: Collection[int] = (),
 ) -> LaunchPlan:
     """How to run ``client`` against the gateway on ``port``; reads the agent's
-    configuration, writes nothing."""
+    configuration, writes nothing. An endpoint on a loopback port in ``gateway_ports`` (the
+    configured gateway's) is a TOMC gateway, never recorded as an upstream."""
     env = dict(environ)
     root = gateway_root(port)
     notes: list[str] = []
@@ -138,7 +141,7 @@ def plan_launch(
             # command-line settings, which win over the user's settings file.
             extra = ["--settings", json.dumps({"env": {BASE_URL_KEY: root}})]
         before = own if own is not None else environ.get(BASE_URL_KEY, "").strip() or None
-        if before and loopback_port(before) != port:
+        if before and loopback_port(before) not in {port, *gateway_ports}:
             upstreams["anthropic"] = before.rstrip("/")
         return LaunchPlan((executable, *extra, *args), env, upstreams, tuple(notes))
     path = codex_config_path(environ)
@@ -215,24 +218,6 @@ def ensure_gateway(port: int, home: Path, folder: Path, timeout_s: float = START
     return True
 
 
-def stop_gateway(folder: Path, timeout_s: float = STOP_TIMEOUT_S) -> bool:
-    """Stop the gateway ``tomc run`` started, if it still runs; return whether one was."""
-    started = read_run_gateway(folder)
-    clear_run_gateway(folder)
-    if started is None:
-        return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(started.pid, signal.SIGTERM)  # uvicorn shuts down gracefully on SIGTERM
-    deadline = time.monotonic() + timeout_s
-    while pid_alive(started.pid):
-        if time.monotonic() >= deadline:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(started.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
-            break
-        time.sleep(0.05)
-    return True
-
-
 class _Forwarder:
     """Passes the signals this process gets on to the agent while it runs.
 
@@ -306,7 +291,7 @@ def run_agent(
     settings = load_settings(home_path)
     port = settings.port if port is None else port
     executable = find_agent(client, agent, environ)
-    plan = plan_launch(client, executable, args, port, environ)
+    plan = plan_launch(client, executable, args, port, environ, {settings.port})
     for note in plan.notes:
         say(f"note: {note}")
 

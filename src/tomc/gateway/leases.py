@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -38,6 +39,7 @@ __all__ = [
     "read_run_gateway",
     "remove_lease",
     "run_lock",
+    "stop_gateway",
     "write_lease",
     "write_run_gateway",
 ]
@@ -45,6 +47,7 @@ __all__ = [
 LEASES_DIR = "leases"
 RUN_GATEWAY_FILE = "run-gateway.json"
 LOCK_FILE = "run.lock"
+STOP_TIMEOUT_S = 10.0
 
 
 def _now() -> str:
@@ -221,3 +224,21 @@ def write_run_gateway(folder: Path, pid: int, port: int) -> RunGateway:
 def clear_run_gateway(folder: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         (folder / RUN_GATEWAY_FILE).unlink()
+
+
+def stop_gateway(folder: Path, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+    """Stop the gateway ``tomc run`` started, if it still runs; return whether one was."""
+    started = read_run_gateway(folder)
+    clear_run_gateway(folder)
+    if started is None:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(started.pid, signal.SIGTERM)  # uvicorn shuts down gracefully on SIGTERM
+    deadline = time.monotonic() + timeout_s
+    while pid_alive(started.pid):
+        if time.monotonic() >= deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(started.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+            break
+        time.sleep(0.05)
+    return True

@@ -110,10 +110,8 @@ def _client_status(
         data = read_config(Path(os.path.realpath(path)))
         text = decode_config(path, data) if data is not None else None
         url = pointed_url(client, text, str(path))
-        record_port = record.port if record is not None else None
-        if loopback_port(url) in (port, record_port) or points_at_gateway(
-            client, text, port, str(path)
-        ):
+        ports = {port} if record is None else {port, record.port}
+        if loopback_port(url) in ports or points_at_gateway(client, text, port, str(path)):
             points_at = url
     except GatewayError as exc:
         problem = problem or str(exc)
