@@ -647,6 +647,6 @@ def test_login_entry_stays_while_another_client_uses_it(
 
 def test_codex_home_must_be_a_folder(env: dict[str, str], live_port: int) -> None:
     env["CODEX_HOME"] = str(home(env) / "missing")
-    with pytest.raises(GatewayError, match="CODEX_HOME is .*missing, which is not a folder"):
+    with pytest.raises(GatewayError, match=r"CODEX_HOME is .*missing, which is not a folder"):
         activate("codex", port=live_port, home=tomc_home(env), environ=env)
     assert not (home(env) / "missing").exists()
