@@ -24,10 +24,11 @@ import pytest
 
 from gateway_helpers import SERVE, free_port, gateway, isolated_env, wait_for
 from tomc.errors import GatewayError
-from tomc.gateway.activation import activate, load_record, restore_direct
+from tomc.gateway.activation import activate, restore_direct
 from tomc.gateway.claude_config import claude_activate, claude_deactivate
 from tomc.gateway.codex_config import codex_activate, codex_deactivate
 from tomc.gateway.health import probe
+from tomc.gateway.journal import load_record
 from tomc.gateway.login import (
     launchd_plist,
     login_entry,

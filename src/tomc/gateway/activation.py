@@ -6,14 +6,10 @@ there. Every step is atomic (temporary file, then rename) and the journal is wri
 the agent's file is touched, so a crash at any point leaves a state both commands finish
 correctly.
 
-Files, per client, in ``<TOMC home>/gateway/activations/``:
-
-- ``<client>.original``: a byte-identical copy of the configuration file as it was before the
-  first activation (absent when there was no file).
-- ``<client>.json``: the journal, ``format`` 1 (see :class:`ActivationRecord`): the state
-  (``pending`` until the agent's file is written, then ``active``), the file's path, whether
-  it existed, its SHA-256 and mode, the folders TOMC created for it, the SHA-256 of what TOMC
-  wrote, the keys TOMC set with their previous values, and the upstreams recorded.
+The backup and the journal (:mod:`.journal`) record, per client: the state (``pending``
+until the agent's file is written, then ``active``), the file's path, whether it existed, its
+SHA-256 and mode, the folders TOMC created for it, the SHA-256 of what TOMC wrote, the keys
+TOMC set with their previous values, and the upstreams recorded.
 
 Order of an activation: backup, journal (``pending``), upstreams into the gateway settings,
 the agent's file, journal (``active``). Restoring: byte-identical from the backup when the file
@@ -24,16 +20,13 @@ the user changed it since; then the journal and the backup are deleted.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import stat
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from ..errors import GatewayError, InvalidOptionError
 from ..notebooks import default_home
@@ -61,88 +54,34 @@ from .codex_config import (
     codex_provider,
 )
 from .health import gateway_root, loopback_port, probe, wait_until_answering
+from .journal import (
+    ActivationRecord,
+    activated_clients,
+    backup_path,
+    drop_record,
+    load_record,
+    save_record,
+    sha256,
+)
 from .leases import RUN_GATEWAY_FILE, live_leases, read_run_gateway, run_lock, stop_gateway
 from .login import CommandRunner, install_login_entry, login_entry, remove_login_entry
 from .settings import atomic_write, gateway_dir, load_settings, record_upstream, save_settings
 
 __all__ = [
-    "ActivationRecord",
     "ConfigWriter",
     "activate",
-    "activated_clients",
     "client_config_path",
-    "load_record",
+    "client_gateway_url",
     "pointed_url",
+    "points_at_gateway",
     "restore_direct",
 ]
 
-FORMAT = 1
-ACTIVATIONS_DIR = "activations"
 START_TIMEOUT_S = 30.0
 
 #: Writes the agent's configuration file: ``(path, data, mode)``. Injectable so that tests
 #: can make it fail (a crash between the backup and the write).
 ConfigWriter = Callable[[Path, bytes, int], None]
-
-
-def _sha256(data: bytes | None) -> str | None:
-    return None if data is None else hashlib.sha256(data).hexdigest()
-
-
-@dataclass(frozen=True)
-class ActivationRecord:
-    """The journal of one client's activation (``<client>.json``)."""
-
-    client: str
-    state: str  # "pending" until the agent's file is written, then "active"
-    config: str  # the configuration file's path (as the agent names it)
-    target: str  # the file actually written (the same unless ``config`` is a symlink)
-    existed: bool
-    original_sha256: str | None
-    original_mode: int | None
-    created_dirs: tuple[str, ...]  # folders TOMC created for a file that did not exist
-    #: False once restoring the backup byte for byte would lose something: the file was
-    #: changed after activation, or already pointed at the gateway before it.
-    byte_restore: bool
-    written_sha256: str
-    port: int
-    gateway_url: str
-    changes: tuple[KeyChange, ...]
-    created: tuple[tuple[str, ...], ...]
-    upstreams: Mapping[str, str] = field(default_factory=dict)
-    activated_at: str = ""
-    format: int = FORMAT
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["changes"] = [change.to_dict() for change in self.changes]
-        data["created"] = [list(path) for path in self.created]
-        data["created_dirs"] = list(self.created_dirs)
-        data["upstreams"] = dict(self.upstreams)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ActivationRecord:
-        if data.get("format") != FORMAT:
-            raise ValueError(f"unknown format {data.get('format')!r}")
-        return cls(
-            client=str(data["client"]),
-            state=str(data["state"]),
-            config=str(data["config"]),
-            target=str(data["target"]),
-            existed=bool(data["existed"]),
-            original_sha256=data.get("original_sha256"),
-            original_mode=data.get("original_mode"),
-            created_dirs=tuple(str(p) for p in data.get("created_dirs", ())),
-            byte_restore=bool(data["byte_restore"]),
-            written_sha256=str(data["written_sha256"]),
-            port=int(data["port"]),
-            gateway_url=str(data["gateway_url"]),
-            changes=tuple(KeyChange.from_dict(c) for c in data["changes"]),
-            created=tuple(tuple(str(p) for p in path) for path in data.get("created", ())),
-            upstreams={str(k): str(v) for k, v in data.get("upstreams", {}).items()},
-            activated_at=str(data.get("activated_at", "")),
-        )
 
 
 # ---- per-client adapters ------------------------------------------------------------------
@@ -202,56 +141,6 @@ def _gateway_keys(client: str, url: str | None) -> tuple[KeyChange, ...]:
         KeyChange(("model_provider",), False, None, PROVIDER_ID),
         KeyChange(("model_providers", PROVIDER_ID), False, None, None),
     )
-
-
-# ---- journal ------------------------------------------------------------------------------
-
-
-def _folder(gateway_folder: Path) -> Path:
-    return gateway_folder / ACTIVATIONS_DIR
-
-
-def _record_path(gateway_folder: Path, client: str) -> Path:
-    return _folder(gateway_folder) / f"{client}.json"
-
-
-def _backup_path(gateway_folder: Path, client: str) -> Path:
-    return _folder(gateway_folder) / f"{client}.original"
-
-
-def load_record(gateway_folder: Path, client: str) -> ActivationRecord | None:
-    """The client's activation journal, ``None`` when it is not activated."""
-    path = _record_path(gateway_folder, client)
-    try:
-        raw = path.read_text("utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise GatewayError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        return ActivationRecord.from_dict(json.loads(raw))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise GatewayError(
-            f"the activation record {path} is damaged ({exc}); the original file, if there "
-            f"was one, is {_backup_path(gateway_folder, client)}"
-        ) from None
-
-
-def _save_record(gateway_folder: Path, record: ActivationRecord) -> None:
-    data = json.dumps(record.to_dict(), indent=2, sort_keys=True) + "\n"
-    atomic_write(_record_path(gateway_folder, record.client), data.encode("utf-8"))
-
-
-def _drop_record(gateway_folder: Path, client: str) -> None:
-    # The journal goes first: a backup without a journal is ignored and overwritten later.
-    for path in (_record_path(gateway_folder, client), _backup_path(gateway_folder, client)):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-
-
-def activated_clients(gateway_folder: Path) -> list[str]:
-    """Clients with an activation journal (pending or active)."""
-    return [c for c in CLIENTS if _record_path(gateway_folder, c).exists()]
 
 
 # ---- activate -----------------------------------------------------------------------------
@@ -345,7 +234,7 @@ def activate(
     text = decode_config(path, data) if data is not None else ""
     edit = _edit(client, text, port, environ, str(path))
     new_bytes = _encode(edit.text, data) if edit.changed else data or b""
-    written = _sha256(new_bytes) or ""
+    written = sha256(new_bytes) or ""
 
     # Everything above only read; from here on things change.
     found = probe(port)
@@ -377,14 +266,14 @@ def activate(
 
     if record is None:
         if data is not None:
-            atomic_write(_backup_path(folder, client), data)
+            atomic_write(backup_path(folder, client), data)
         record = ActivationRecord(
             client=client,
             state="pending",
             config=str(path),
             target=str(target),
             existed=data is not None,
-            original_sha256=_sha256(data),
+            original_sha256=sha256(data),
             original_mode=stat.S_IMODE(target.stat().st_mode) if data is not None else None,
             created_dirs=_missing_dirs(target),
             # A file that already pointed at the gateway is no state to go back to.
@@ -397,9 +286,9 @@ def activate(
             upstreams=dict(edit.upstreams),
             activated_at=_now(),
         )
-        _save_record(folder, record)  # the journal, before the agent's file is touched
+        save_record(folder, record)  # the journal, before the agent's file is touched
     else:
-        current = _sha256(data)
+        current = sha256(data)
         foreign = current not in (record.written_sha256, record.original_sha256) or (
             data is None and record.existed
         )
@@ -412,7 +301,7 @@ def activate(
             written_sha256=written if edit.changed or not foreign else record.written_sha256,
         )
         if updated != record:
-            _save_record(folder, updated)  # again before the agent's file is touched
+            save_record(folder, updated)  # again before the agent's file is touched
         record = updated
 
     if recovering:
@@ -435,17 +324,17 @@ def activate(
         except GatewayError:
             # Refused (not a crash): the agent's file is as it was, so is the journal.
             if before is None:
-                _drop_record(folder, client)
+                drop_record(folder, client)
                 if not record.existed:
                     _remove_file(target, record.created_dirs)
             else:
-                _save_record(folder, before)
+                save_record(folder, before)
             raise
         done.append(f"{client}: {path} now points at {record.gateway_url}")
     else:
         done.append(f"{client}: {path} already points at {record.gateway_url}; nothing changed")
     if record.state != "active":
-        _save_record(folder, replace(record, state="active"))
+        save_record(folder, replace(record, state="active"))
     done.extend(f"note: {note}" for note in edit.notes)
     return done
 
@@ -471,7 +360,7 @@ def _restore_one(
         return _restore_unrecorded(client, environ, settings_port)
     target = Path(record.target)
     data = read_config(target)
-    current = _sha256(data)
+    current = sha256(data)
     where = record.config
     if (data is None and not record.existed) or (
         record.existed and current == record.original_sha256
@@ -481,9 +370,9 @@ def _restore_one(
         message = f"{client}: {where} is as it was before activation"
     elif record.byte_restore and current == record.written_sha256:
         if record.existed:
-            backup = _backup_path(folder, client)
+            backup = backup_path(folder, client)
             original = read_config(backup)
-            if original is None or _sha256(original) != record.original_sha256:
+            if original is None or sha256(original) != record.original_sha256:
                 raise GatewayError(
                     f"the backup {backup} is missing or damaged; {where} was left as it is"
                 )
@@ -516,7 +405,7 @@ def _restore_one(
             message += (
                 f"; left {', '.join(restored.kept)} alone: it no longer points at the gateway"
             )
-    _drop_record(folder, client)
+    drop_record(folder, client)
     return [message]
 
 

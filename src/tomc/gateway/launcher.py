@@ -35,11 +35,11 @@ from types import FrameType
 
 from ..errors import AgentNotFoundError, GatewayError, InvalidOptionError
 from ..notebooks import default_home
-from .activation import activated_clients
 from .agent_config import CLIENTS, decode_config, read_config
 from .claude_config import BASE_URL_KEY, claude_base_url, claude_settings_path
 from .codex_config import codex_auth_mode, codex_config_path, codex_run_overrides
 from .health import gateway_root, loopback_port, probe, wait_until_answering
+from .journal import activated_clients
 from .leases import (
     clear_run_gateway,
     live_leases,

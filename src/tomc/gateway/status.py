@@ -16,9 +16,10 @@ from typing import Any
 
 from ..errors import GatewayError
 from ..notebooks import default_home
-from .activation import client_config_path, load_record, pointed_url, points_at_gateway
+from .activation import client_config_path, pointed_url, points_at_gateway
 from .agent_config import CLIENTS, decode_config, read_config
 from .health import gateway_root, loopback_port, probe
+from .journal import load_record
 from .leases import live_leases, read_run_gateway
 from .login import read_login_record
 from .settings import gateway_dir, load_settings
