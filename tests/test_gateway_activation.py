@@ -136,7 +136,10 @@ def test_claude_activate_twice_then_restore_twice(env: dict[str, str], live_port
     folder = gateway_dir(tomc_home(env))
 
     done = activate("claude", port=live_port, home=tomc_home(env), environ=env)
-    assert done[-1].endswith(f"now points at http://127.0.0.1:{live_port}")
+    assert (
+        f"claude: {home(env)}/.claude/settings.json now points at http://127.0.0.1:{live_port}"
+        in done
+    )
     after = settings.read_text("utf-8")
     assert json.loads(after)["env"]["ANTHROPIC_BASE_URL"] == f"http://127.0.0.1:{live_port}"
     # Only the one value changed: every other byte (tabs, the inline array, unicode) is kept.
@@ -611,7 +614,7 @@ def test_login_entry_starts_the_gateway_when_none_answers(
     try:
         done = activate_with_login("codex", env, port, runner)
         assert runner.commands[-1] == ("systemctl", "--user", "start", "tomc-gateway.service")
-        assert done[-1].endswith(f"now points at http://127.0.0.1:{port}/v1")
+        assert any(line.endswith(f"now points at http://127.0.0.1:{port}/v1") for line in done)
         unit = home(env) / ".config" / "systemd" / "user" / "tomc-gateway.service"
         assert f'"--port" "{port}"' in unit.read_text("utf-8")
     finally:

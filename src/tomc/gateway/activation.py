@@ -257,10 +257,6 @@ def activate(
                 ) from None
     elif not found.answering:
         raise _not_answering(port, found.other)
-    if port != settings.port:
-        save_settings(replace(settings, port=port), home_path)
-        done.append(f"gateway settings: port {port}")
-
     recovering = record is None or record.state == "pending"
     before = record  # the journal as it was, to go back to if the write is refused
 
@@ -335,6 +331,9 @@ def activate(
         done.append(f"{client}: {path} already points at {record.gateway_url}; nothing changed")
     if record.state != "active":
         save_record(folder, replace(record, state="active"))
+    if port != settings.port:  # `tomc run` and the status use the port it is activated on
+        save_settings(replace(load_settings(home_path), port=port), home_path)
+        done.append(f"gateway settings: port {port}")
     done.extend(f"note: {note}" for note in edit.notes)
     return done
 
