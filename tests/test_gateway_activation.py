@@ -654,3 +654,9 @@ def test_codex_home_must_be_a_folder(env: dict[str, str], live_port: int) -> Non
     with pytest.raises(GatewayError, match=r"CODEX_HOME is .*missing, which is not a folder"):
         activate("codex", port=live_port, home=tomc_home(env), environ=env)
     assert not (home(env) / "missing").exists()
+
+
+def test_health_probe_names_the_service_the_app_answers_with() -> None:
+    from tomc.gateway import app, health
+
+    assert health.SERVICE_NAME == app.SERVICE_NAME  # kept apart so probing loads no Starlette
