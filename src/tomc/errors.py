@@ -8,9 +8,11 @@ status, MCP tool error), so the same problem reads the same everywhere.
 from __future__ import annotations
 
 __all__ = [
+    "AgentNotFoundError",
     "BudgetError",
     "CompiledMemoryRefusedError",
     "CounterUnavailableError",
+    "GatewayError",
     "InputTooLargeError",
     "InvalidHistoryError",
     "InvalidOptionError",
@@ -69,3 +71,12 @@ class NotebookStoreError(TomcError, RuntimeError):
 
 class UnsupportedClientError(TomcError, TypeError):
     """A model client the session cannot drive (async where sync is expected, no such method)."""
+
+
+class GatewayError(TomcError, RuntimeError):
+    """The local gateway or an agent's configuration cannot be used: no gateway answers, it
+    cannot start, or an agent's configuration file cannot be read, understood or written."""
+
+
+class AgentNotFoundError(GatewayError):
+    """``tomc run`` cannot find the agent's executable (``claude``, ``codex``)."""
