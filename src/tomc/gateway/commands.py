@@ -58,6 +58,7 @@ def serve_command(
 ) -> None:
     """Serve the gateway in the foreground until Ctrl-C."""
     from ..errors import TomcError
+    from ..notebooks import default_home
     from ..web.server import InspectorServer
     from .app import create_gateway_app
     from .settings import load_settings
@@ -85,7 +86,7 @@ def serve_command(
     )
     try:
         server = InspectorServer(
-            create_gateway_app(settings),
+            create_gateway_app(settings, home=home if home is not None else default_home()),
             host,
             0 if port == 0 else settings.port,
             verbose=verbose,
