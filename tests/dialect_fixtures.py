@@ -505,12 +505,33 @@ def tight_session(api: str, body: Mapping[str, Any], **kwargs: Any) -> Automatic
     return AutomaticChatSession(**kwargs)
 
 
+# ---------------------------------------------------------------------- comparing answers
+
+# Ids, signatures and encrypted content carry the request's number, so two answers differ there.
+PER_REQUEST = frozenset({"id", "call_id", "signature", "encrypted_content"})
+# What the SDKs' stream helpers add to the objects they accumulate.
+SDK_ADDED = frozenset({"parsed", "parsed_arguments", "parsed_output"})
+
+
+def same_content(value: Any) -> Any:
+    """``value`` without per-request ids and signatures, for comparing two answers."""
+    if isinstance(value, dict):
+        return {k: same_content(v) for k, v in value.items() if k not in PER_REQUEST | SDK_ADDED}
+    if isinstance(value, list):
+        return [same_content(v) for v in value]
+    return value
+
+
 # ---------------------------------------------------------------------- SDK clients
 
 
 @contextmanager
 def sdk_clients(fake: FakeProvider, **options: Any) -> Iterator[tuple[Any, Any]]:
-    """``(anthropic.Anthropic, openai.OpenAI)`` on the fake, without retries or proxies."""
+    """``(anthropic.Anthropic, openai.OpenAI)`` on the fake, without retries or proxies.
+
+    A set timeout (30 s unless given) also spares the Anthropic SDK its refusal of large
+    ``max_tokens`` without streaming."""
+    options.setdefault("timeout", 30.0)
     with httpx2.Client(trust_env=False) as http:  # loopback only, whatever the environment says
         yield (
             anthropic.Anthropic(
@@ -533,6 +554,7 @@ def sdk_clients(fake: FakeProvider, **options: Any) -> Iterator[tuple[Any, Any]]
 @asynccontextmanager
 async def async_sdk_clients(fake: FakeProvider, **options: Any) -> AsyncIterator[tuple[Any, Any]]:
     """``(anthropic.AsyncAnthropic, openai.AsyncOpenAI)`` on the fake."""
+    options.setdefault("timeout", 30.0)
     async with httpx2.AsyncClient(trust_env=False) as http:
         yield (
             anthropic.AsyncAnthropic(

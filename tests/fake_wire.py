@@ -393,6 +393,11 @@ def _responses_usage(usage: Usage) -> dict[str, Any]:
 
 
 def _output_items(body: Mapping[str, Any], number: int, reply: Reply) -> list[dict[str, Any]]:
+    items = body.get("input")
+    last = items[-1] if isinstance(items, list) and items else None
+    if isinstance(last, Mapping) and last.get("type") == "compaction_trigger":
+        # Codex's compaction request: exactly one compaction item comes back.
+        return [_compaction_item(number, items)]
     if reply.kind == "text":
         part = {"type": "output_text", "text": reply.text, "annotations": [], "logprobs": []}
         message = {
@@ -495,6 +500,9 @@ def _item_events(index: int, item: Mapping[str, Any], reply: Reply) -> list[dict
                 "arguments": item["arguments"],
             }
         )
+    elif kind == "compaction":
+        opening = {"id": item_id, "type": "compaction"}
+        events = [{"type": "response.output_item.added", "output_index": index, "item": opening}]
     else:  # reasoning: the summary streams; encrypted_content only on output_item.done
         opening = {"id": item_id, "type": "reasoning", "summary": []}
         events = [{"type": "response.output_item.added", "output_index": index, "item": opening}]
@@ -530,7 +538,10 @@ def responses_stream(body: Mapping[str, Any], number: int, reply: Reply) -> list
 
 
 def compacted_response(body: Mapping[str, Any], number: int, reply: Reply) -> dict[str, Any]:
-    """``POST /responses/compact``: the input's user messages, then one compaction item."""
+    """``POST /responses/compact``: the input's user messages, then one compaction item.
+
+    (A ``/responses`` request whose last input item is ``compaction_trigger`` gets the one
+    compaction item as its output.)"""
     kept = []
     items = body.get("input")
     items = [{"role": "user", "content": items}] if isinstance(items, str) else items or []
@@ -551,17 +562,20 @@ def compacted_response(body: Mapping[str, Any], number: int, reply: Reply) -> di
                 "content": content,
             }
         )
-    compaction = {
-        "id": f"cmp_fake{number:06d}",
-        "type": "compaction",
-        "encrypted_content": _encrypted(number, json.dumps(items, sort_keys=True)),
-    }
     return {
         "id": f"resp_cmp_fake{number:06d}",
         "object": "response.compaction",
         "created_at": CREATED + number,
-        "output": [*kept, compaction],
+        "output": [*kept, _compaction_item(number, items)],
         "usage": _responses_usage(reply.usage),
+    }
+
+
+def _compaction_item(number: int, items: Any) -> dict[str, Any]:
+    return {
+        "id": f"cmp_fake{number:06d}",
+        "type": "compaction",
+        "encrypted_content": _encrypted(number, json.dumps(items, sort_keys=True, default=str)),
     }
 
 

@@ -16,24 +16,11 @@ import httpx2
 import openai
 import pytest
 
-from dialect_fixtures import sdk_clients
+from dialect_fixtures import same_content, sdk_clients
 from fake_providers import BINDING_BETA, FakeProvider, ProviderError, Reply, Usage
 
 USER = [{"role": "user", "content": "Where is the retry cap set?"}]
 KINDS = ("text", "tool_call", "thinking_tool_call")
-# Ids, signatures and encrypted content carry the request's number, so two requests differ there.
-PER_REQUEST = {"id", "call_id", "signature", "encrypted_content"}
-# What the SDKs' stream helpers add to the objects they accumulate.
-SDK_ADDED = {"parsed", "parsed_arguments", "parsed_output"}
-
-
-def same_content(value):
-    """``value`` without per-request ids and signatures, for comparing two answers."""
-    if isinstance(value, dict):
-        return {k: same_content(v) for k, v in value.items() if k not in PER_REQUEST | SDK_ADDED}
-    if isinstance(value, list):
-        return [same_content(v) for v in value]
-    return value
 
 
 @pytest.fixture
@@ -92,6 +79,18 @@ def test_every_route_answers_under_both_prefixes(fake, clients):
         assert compacted.output[-1].encrypted_content.startswith("gAAAAA")
         assert [m.id for m in client.models.list()] == ["gpt-5.3-codex", "gpt-4o"]
         assert fake.last.path == f"{prefix}/models"
+
+
+def test_a_compaction_trigger_gets_exactly_one_compaction_item(fake, clients):
+    _, gpt = clients
+    items = [*USER, {"type": "compaction_trigger"}]
+    whole = gpt.responses.create(model="gpt-5.3-codex", input=items)
+    assert [item.type for item in whole.output] == ["compaction"]
+    events = list(gpt.responses.create(model="gpt-5.3-codex", input=items, stream=True))
+    done = [e.item for e in events if e.type == "response.output_item.done"]
+    assert [item.type for item in done] == ["compaction"] and done[0].encrypted_content
+    assert events[-1].type == "response.completed"
+    assert events[-1].response.output[0].encrypted_content == done[0].encrypted_content
 
 
 def test_unknown_paths_get_a_404_in_the_openai_shape(fake, clients):
