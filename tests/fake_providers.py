@@ -14,7 +14,8 @@ Routes, under both ``/v1`` and ``/backend-api/codex``: ``POST chat/completions``
 
 What it answers is ``fake.reply`` (a :class:`~fake_wire.Reply`), or the next one queued with
 :meth:`FakeProvider.script`: the text, the kind of reply, usage figures, an error with the
-provider's own error JSON, a delay between SSE events, a disconnect after N events, a stall.
+provider's own error JSON (as the status, or as an error event mid-stream), a delay between SSE
+events, a disconnect after N events, a stall.
 Like the real APIs it rejects requests that break the format's tool pairing rules, and Anthropic's
 ``thinking.block_binding`` without its beta header (``validate=False`` turns that off).
 
@@ -257,9 +258,12 @@ class FakeProvider:
             error = ProviderError(400, "We could not parse the JSON body of your request.")
             return self._error(record, error, number, anthropic=anthropic)
         if body.get("stream") and builder.stream is not None:
-            return self._stream(
-                request, record, builder.stream(body, number, reply, headers), reply
-            )
+            events = builder.stream(body, number, reply, headers)
+            if reply.mid_stream_error is not None:
+                at = reply.mid_stream_error_after
+                failure = wire.stream_error(kind, reply.mid_stream_error, number, at)
+                events = [*events[:at], failure]
+            return self._stream(request, record, events, reply)
         return self._json(record, 200, builder.json(body, number, reply, headers))
 
     def _route(self, method: str, path: str) -> tuple[str, _Builder] | None:

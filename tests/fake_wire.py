@@ -33,6 +33,7 @@ __all__ = [
     "response_object",
     "responses_stream",
     "sse",
+    "stream_error",
 ]
 
 #: Reply kinds: plain text, a tool call (with a sentence before it where the format has one), or
@@ -95,6 +96,11 @@ class Reply:
     stall: bool = False
     #: Send this many SSE events, then go silent.
     stall_after: int | None = None
+    #: After ``mid_stream_error_after`` events, send the provider's error event and end (the
+    #: status is already 200): Anthropic ``event: error``, Responses ``error``, Chat an
+    #: ``{"error": ...}`` chunk.
+    mid_stream_error: ProviderError | None = None
+    mid_stream_error_after: int = 1
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -167,6 +173,24 @@ def anthropic_error(error: ProviderError, number: int) -> dict[str, Any]:
 def openai_error(error: ProviderError, number: int) -> dict[str, Any]:
     kind = error.type or _OPENAI_TYPES.get(error.status, "server_error")
     return {"error": {"message": error.message, "type": kind, "param": None, "code": error.code}}
+
+
+def stream_error(api: str, error: ProviderError, number: int, sequence: int) -> bytes:
+    """The event a provider sends when a stream fails after it started."""
+    if api == "messages":
+        payload = anthropic_error(error, number)
+        return sse("error", {"type": "error", "error": payload["error"]})
+    inner = openai_error(error, number)["error"]
+    if api == "responses":
+        event = {
+            "type": "error",
+            "sequence_number": sequence,
+            "code": inner["code"] or inner["type"],
+            "message": inner["message"],
+            "param": None,
+        }
+        return sse("error", event)
+    return sse(None, {"error": inner})
 
 
 # ---------------------------------------------------------------------- Chat Completions

@@ -225,6 +225,26 @@ def test_errors_use_each_providers_error_json(fake, clients):
     assert caught.value.body["error"]["type"] == "rate_limit_error"
 
 
+def test_a_mid_stream_error_arrives_as_each_providers_error_event(fake, clients):
+    claude, gpt = clients
+    fake.configure(mid_stream_error=ProviderError(529, "Overloaded"), mid_stream_error_after=2)
+    received = []
+    with pytest.raises(anthropic.APIStatusError, match="overloaded_error"):
+        for event in _messages(claude, stream=True):
+            received.append(event.type)
+    assert received == ["message_start", "content_block_start"]
+    assert fake.last.status == 200 and fake.last.complete
+    assert fake.last.events()[-1] == (
+        "error",
+        {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+    )
+    events = list(_responses(gpt, stream=True))
+    assert [e.type for e in events] == ["response.created", "response.in_progress", "error"]
+    assert (events[-1].code, events[-1].message) == ("server_error", "Overloaded")
+    with pytest.raises(openai.APIError, match="Overloaded"):
+        list(gpt.chat.completions.create(model="gpt-4o", messages=USER, stream=True))
+
+
 def test_events_leave_one_by_one_with_the_configured_delay(fake, clients):
     claude, _ = clients
     fake.configure(event_delay_s=0.05, text="one two three", chunk_size=4)
