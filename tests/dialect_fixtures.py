@@ -601,4 +601,5 @@ def spy_client(client: Any, api: str) -> tuple[Any, list[Any]]:
         "messages": lambda: SimpleNamespace(messages=resource),
         "responses": lambda: SimpleNamespace(responses=resource),
     }[api]()
+    spy.default_headers = client.default_headers  # as the real client exposes them
     return spy, returned

@@ -354,11 +354,6 @@ def test_usage_of_a_response_is_the_next_decisions_context_hint(
     assert after_stream.hint_source == "estimate"  # a stream is never read by the session
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="observe_usage reads prompt_tokens or input_tokens only: an Anthropic usage (object "
-    "or mapping) gives its uncached remainder, without cache creation and cache reads",
-)
 def test_usage_observed_from_a_messages_stream_counts_the_cached_prompt(fake):
     fake.configure(
         usage=Usage(input_tokens=900, cache_write_tokens=1_100, cache_read_tokens=40_000)
@@ -401,11 +396,6 @@ def test_the_agents_own_compaction_requests_pass_through_then_cool_down(fake):
     assert send(fake, "messages", follow_up, session=session).decision.code == "native_cooldown"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CODES (tomc.chat.decision) does not list 'agent_compaction', which both the "
-    "Messages and Responses dialects report",
-)
 def test_every_code_a_decision_carries_is_listed_in_codes(fake):
     summary = summarisation_request(6)
     session = AutomaticChatSession(deployment_context_limit=ROOMY)
@@ -431,12 +421,6 @@ def test_signed_thinking_in_the_raw_tail_passes_through_by_default(fake, mode):
     same_headers(wrapped.record, direct.record)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_build freezes the memory, counts a rebuild and records the segments before "
-    "finalize raises thinking_bound: the pass-through reports rebuilds=1 and memory figures "
-    "for a memory that was never sent",
-)
 def test_a_thinking_bound_pass_through_counts_no_rebuild_and_reports_no_memory(fake):
     body = claude_code_request(12, tail="tool_result")
     session = tight_session("messages", body)
@@ -477,11 +461,6 @@ def test_drop_block_opt_in_sets_the_binding_and_merges_the_beta_header(fake, mod
     assert_returned_unchanged(wrapped, "messages", body, mode)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_with_headers merges the binding beta into extra_headers only: betas the caller "
-    "set as the client's default_headers are replaced, not merged",
-)
 def test_drop_block_keeps_betas_set_as_the_clients_default_headers(fake):
     body = claude_code_request(12, tail="tool_result")
     session = tight_session("messages", body, thinking_prefix="drop_block")
@@ -492,12 +471,6 @@ def test_drop_block_keeps_betas_set_as_the_clients_default_headers(fake):
     assert wrapped.record.headers["anthropic-beta"] == f"{CLAUDE_BETAS},{BINDING_BETA}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_with_headers matches header names case-sensitively: the caller's "
-    "'Anthropic-Beta' and the added 'anthropic-beta' collide in the SDK and the caller's "
-    "betas are lost",
-)
 def test_drop_block_keeps_betas_whatever_the_header_names_case(fake):
     body = {
         **claude_code_request(12, tail="tool_result"),
@@ -509,11 +482,6 @@ def test_drop_block_keeps_betas_whatever_the_header_names_case(fake):
     assert wrapped.record.headers["anthropic-beta"] == f"{CLAUDE_BETAS},{BINDING_BETA}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AnthropicMessages.finalize checks every entry from the first compiled item on, "
-    "so thinking that the compiled region drops still makes the request thinking_bound",
-)
 def test_thinking_only_inside_the_compiled_region_is_dropped_not_bound(fake):
     body = claude_code_request(12, tail="tool_result")
     for message in body["messages"][-8:]:  # the turns that stay raw have no thinking

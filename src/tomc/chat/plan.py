@@ -166,6 +166,7 @@ class RequestPlan:
     def passthrough(self, code: str, reason: str) -> None:
         self.action, self.code, self.reason = "passthrough", code, reason
         self.tokens_after = self.tokens_before
+        self.segments = ()  # nothing of a memory was sent
 
     def decision(self, rebuilds: int) -> Decision:
         self.rebuilds = rebuilds

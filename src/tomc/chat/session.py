@@ -189,7 +189,7 @@ class AutomaticChatSession:
             deployment_context_limit=deployment_context_limit,
             budget_tokens=budget_tokens,
         )
-        response = send(**_with_headers(prepared.body, prepared.headers))
+        response = send(**_with_headers(prepared.body, prepared.headers, client))
         if not options.get("stream"):
             # Reading usage from a finished response is free; a stream is left untouched.
             self.observe_usage(dialect.prompt_tokens(response))
@@ -221,7 +221,7 @@ class AutomaticChatSession:
             budget_tokens=budget_tokens,
         )
         _LAST_DECISION.set(prepared.decision)
-        response = await send(**_with_headers(prepared.body, prepared.headers))
+        response = await send(**_with_headers(prepared.body, prepared.headers, client))
         if not options.get("stream"):
             self.observe_usage(dialect.prompt_tokens(response))
         return response
@@ -300,14 +300,15 @@ class AutomaticChatSession:
     def observe_usage(self, usage: Any) -> None:
         """Record the provider's prompt size (an int, usage object or mapping) of the last request.
 
+        Chat Completions' ``prompt_tokens``; Responses' ``input_tokens``; Anthropic's
+        ``input_tokens`` plus its cache creation and cache reads (its ``input_tokens`` is only the
+        uncached remainder).
+
         It is the next request's context hint, and when it exceeds what the session estimated
         for that request, the estimate's safety factor rises to match.
         """
-        if isinstance(usage, Mapping):
-            usage = usage.get("prompt_tokens", usage.get("input_tokens"))
-        elif usage is not None and not isinstance(usage, int):
-            usage = getattr(usage, "prompt_tokens", None) or getattr(usage, "input_tokens", None)
-        if isinstance(usage, int) and not isinstance(usage, bool) and usage >= 0:
+        usage = _prompt_size(usage)
+        if usage is not None:
             with self._lock:
                 self._usage_hint = usage
                 if self._last_sent is not None:
@@ -404,10 +405,11 @@ class AutomaticChatSession:
             elif grown := self._growth(plan, frozen.built_len):
                 why = grown
             else:
-                plan.use(frozen.segments, view_tokens, "reused", "frozen memory reused")
                 # Frozen segments stand for whole groups of a history that passed the pairing
                 # check, so the view needs no second check on reuse.
-                return self._finish(plan, view, frozen.segments, check=False)
+                finished = self._finish(plan, view, frozen.segments, check=False)
+                plan.use(frozen.segments, view_tokens, "reused", "frozen memory reused")
+                return finished
         if self.refresh_policy == "stable":
             fits = plan.tokens_before <= plan.fit_limit
             trigger = (
@@ -515,6 +517,8 @@ class AutomaticChatSession:
                 f"{why}; compilation did not shrink the request "
                 f"({plan.tokens_before:,} -> {view_tokens:,})",
             )
+        # The format's last rules come first: a request they refuse freezes nothing.
+        finished = self._finish(plan, view, segments)
         self._frozen = Frozen(
             segments=segments,
             entries=tuple(entries[: segments[-1].region.end]),
@@ -525,7 +529,7 @@ class AutomaticChatSession:
         )
         self.rebuilds += 1
         plan.use(segments, view_tokens, "compiled", why)
-        return self._finish(plan, view, segments)
+        return finished
 
     def _segments(
         self, plan: RequestPlan, layout: Layout, task: str, explicit: int | None, why: str
@@ -670,8 +674,23 @@ class AutomaticChatSession:
         if problems:  # cannot happen for a valid original; refuse rather than send it
             raise Pass("pairing_broken", f"the rewrite would break the format: {problems[0]}")
         body = plan.dialect.with_items(plan.request, view)
-        first_changed = segments[0].region.start
-        return plan.dialect.finalize(body, plan.entries, first_changed, self.thinking_prefix)
+        return plan.dialect.finalize(
+            body, _raw_after_change(plan.entries, segments), self.thinking_prefix
+        )
+
+
+def _raw_after_change(entries: Sequence[Entry], segments: Sequence[Segment]) -> list[Entry]:
+    """The entries sent unchanged after the first rewritten position (what a prefix-bound
+    signature would see changed before it); entries inside compiled regions are not sent."""
+    out: list[Entry] = []
+    position = segments[0].region.start
+    for segment in segments:
+        region = segment.region
+        out.extend(entries[position : region.start])
+        out.extend(e for e in entries[region.start : region.end] if e.kind == INSTRUCTION)
+        position = region.end
+    out.extend(entries[position:])
+    return out
 
 
 def _task_text(entries: Sequence[Entry], layout: Layout) -> str:
@@ -698,11 +717,43 @@ def _guess(client: Any, options: Mapping[str, Any]) -> list[Dialect]:
     return [DIALECTS[name] for name in names if name in DIALECTS]
 
 
-def _with_headers(body: dict[str, Any], headers: Mapping[str, str]) -> dict[str, Any]:
+_USAGE_PARTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _prompt_size(usage: Any) -> int | None:
+    """The prompt size a usage figure (int, mapping or SDK object) reports, if any."""
+
+    def field(name: str) -> Any:
+        return usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+
+    if usage is None or isinstance(usage, bool):
+        return None
+    if isinstance(usage, int):
+        return usage if usage >= 0 else None
+    total = field("prompt_tokens")
+    if not isinstance(total, int) or isinstance(total, bool):
+        parts = [field(name) for name in _USAGE_PARTS]
+        numbers = [p for p in parts if isinstance(p, int) and not isinstance(p, bool)]
+        total = sum(numbers) if isinstance(parts[0], int) else None
+    return total if isinstance(total, int) and total >= 0 else None
+
+
+def _with_headers(body: dict[str, Any], headers: Mapping[str, str], client: Any) -> dict[str, Any]:
+    """``body`` with ``headers`` joined to the caller's own values of the same (case-insensitive)
+    names: from the call's ``extra_headers``, else from the client's ``default_headers``, so a
+    beta the caller set anywhere is kept beside the one added."""
     if not headers:
         return body
     merged = dict(body.get("extra_headers") or {})
+    defaults = getattr(client, "default_headers", None)
+    defaults = defaults if isinstance(defaults, Mapping) else {}
     for key, value in headers.items():
-        existing = merged.get(key)
-        merged[key] = f"{existing},{value}" if existing else value
+        name = next((k for k in merged if k.lower() == key.lower()), None)
+        if name is None:
+            existing = next((v for k, v in defaults.items() if k.lower() == key.lower()), None)
+            name = key
+        else:
+            existing = merged[name]
+        parts = [part.strip() for part in str(existing or "").split(",") if part.strip()]
+        merged[name] = ",".join([*parts, value]) if value not in parts else ",".join(parts)
     return {**body, "extra_headers": merged}
