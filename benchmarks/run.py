@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 import tomc
 from benchmarks import baselines, locomo, workloads
-from tomc.counters import LEXICAL_PATTERN
+from tomc.lexicon import LEXICAL_PATTERN
 
 OUT = Path(__file__).resolve().parent
 STRATEGIES = ("tomc", "tomc_raw", "rag", "auto")

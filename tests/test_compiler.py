@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tomc
+from reference import reference_pack
 from tomc import (
     CompileResult,
     InvalidHistoryError,
@@ -17,7 +18,6 @@ from tomc import (
     TomcError,
     compile_memory,
 )
-from tomc.reference import reference_pack
 
 SEED_HISTORY = "A = 3\nB copies A\nA = 8\nC copies B\n"
 
@@ -288,7 +288,6 @@ def test_malformed_operations_and_huge_lines_are_source_text() -> None:
     assert result.memory_tokens <= 60_000
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.text(max_size=60), min_size=1, max_size=20).map("\n".join),
     st.text(min_size=1, max_size=40),
@@ -327,7 +326,6 @@ def test_custom_counter_object() -> None:
     assert result.counter == "chars" and len(result.compiled_memory) == result.memory_tokens <= 40
 
 
-@settings(max_examples=150, deadline=None)
 @given(
     st.lists(
         st.one_of(

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tomc import BpeCounter, InvalidOptionError, LexicalCounter, default_budget, get_counter
@@ -43,7 +43,6 @@ def test_bpe_counter_ships_vocabulary_and_is_additive_over_rows() -> None:
     )
 
 
-@settings(max_examples=100, deadline=None)
 @given(
     st.lists(
         st.text(

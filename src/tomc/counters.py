@@ -8,24 +8,13 @@ line break into the next row's text).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import CounterUnavailableError, InvalidOptionError
+from .lexicon import LEXICAL_PATTERN
 
 __all__ = ["BpeCounter", "LexicalCounter", "TokenCounter", "get_counter"]
-
-# CJK ideographs (with extensions and compatibility forms), kana and hangul: one token each.
-_CJK = (
-    "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\uff66-\uff9f"
-    "\U00020000-\U0003134f"
-)
-# A maximal run of non-CJK word characters | one CJK character | any other non-space character.
-LEXICAL_PATTERN = re.compile(rf"[^\W{_CJK}]+|[{_CJK}]|[^\w\s]")
-CJK_CHAR = re.compile(rf"[{_CJK}]")
-
 
 @runtime_checkable
 class TokenCounter(Protocol):

@@ -1,7 +1,7 @@
 """One exception hierarchy for everything TOMC raises on purpose.
 
 Callers catch :class:`TomcError`; the subclasses say which kind of problem it was so
-adapters can map them (a tool error in MCP, a 400 in the web API, exit code 2 in the CLI).
+adapters can map them (a tool error in MCP, a 400 in the web API, exit code 1 in the CLI).
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from .counters import CJK_CHAR
-from .lexicon import WORD_PATTERN, is_content_word
+from .lexicon import CJK_CHAR, WORD_PATTERN, is_content_word
 from .operations import Copy, Relation, Set
 from .result import UNKNOWN
 

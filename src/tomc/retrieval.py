@@ -11,8 +11,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from .counters import _CJK
-from .lexicon import stem
+from .lexicon import CJK_RANGES, stem
 
 __all__ = ["BM25_B", "BM25_K1", "NEIGHBOUR_WEIGHT", "bm25_scores", "spread_to_neighbours"]
 
@@ -25,12 +24,12 @@ NEIGHBOUR_WEIGHT = 0.3
 
 
 def _surface_pattern(terms: Sequence[str]) -> re.Pattern[str]:
-    cjk = sorted(t for t in terms if len(t) == 1 and re.fullmatch(f"[{_CJK}]", t))
+    cjk = sorted(t for t in terms if len(t) == 1 and re.fullmatch(f"[{CJK_RANGES}]", t))
     words = sorted((t for t in terms if t not in cjk), key=lambda t: (-len(t), t))
     parts = []
     if words:
         alternatives = "|".join(map(re.escape, words))
-        parts.append(rf"(?<![^\W{_CJK}])(?:{alternatives})[^\W{_CJK}]*")
+        parts.append(rf"(?<![^\W{CJK_RANGES}])(?:{alternatives})[^\W{CJK_RANGES}]*")
     if cjk:
         parts.append("[" + "".join(cjk) + "]")
     return re.compile("|".join(parts))

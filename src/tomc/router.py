@@ -11,8 +11,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from .counters import _CJK
-from .lexicon import CJK_STOP_CHARS, STOPWORDS, word_tokens
+from .lexicon import CJK_RANGES, CJK_STOP_CHARS, STOPWORDS, word_tokens
 
 __all__ = ["Route", "route_task"]
 
@@ -53,7 +52,7 @@ _COUNT_FRAME = frozenset(
 )
 _TASK_WORD = re.compile(r"\w[\w\-]*(?:\.[\w\-]+)*")
 _QUOTED = re.compile(r"[\"“”'‘’「『]([^\"“”'‘’「」『』]{1,80})[\"“”'‘’」』]")
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _ZH_FRAME = re.compile(
     "多少次|几次|次数|多少|统计|计数|频率|出现了|出现|一共|总共|文本|历史|中|里|了|的|词|字|个|是|在|有"
 )

@@ -1,18 +1,17 @@
-"""Reference kernels: small, obviously correct, slow. Test oracles for :mod:`tomc.kernels`.
-
-Nothing here is used by the compiler itself; the property tests compare the fast kernels
-with these on random programs.
+"""Test oracles: small, obviously correct, slow twins of the state replay, relation joins,
+counts, BM25 and packing. The property tests compare the fast code with these on random input;
+nothing in the package imports them.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 
-from .counters import CJK_CHAR
-from .lexicon import WORD_PATTERN
-from .operations import Copy, Relation, Set
-from .result import UNKNOWN
+from tomc.lexicon import CJK_CHAR, WORD_PATTERN, stem, word_tokens
+from tomc.operations import Copy, Relation, Set
+from tomc.result import UNKNOWN
 
 
 def reference_state(
@@ -89,10 +88,6 @@ def reference_bm25(
     texts: Sequence[str], lengths: Sequence[int], terms: Sequence[str], k1: float, b: float
 ) -> dict[int, float]:
     """Textbook BM25 over fully stemmed lines; lines without a query term are left out."""
-    import math
-
-    from .lexicon import stem, word_tokens
-
     stemmed = [[stem(token) for token in word_tokens(text)] for text in texts]
     n = len(texts)
     average = (sum(lengths) / n) or 1.0
