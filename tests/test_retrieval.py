@@ -1,5 +1,10 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference import reference_bm25
 from tomc.lexicon import query_terms, stem
-from tomc.retrieval import bm25_scores, spread_to_neighbours
+from tomc.retrieval import BM25_B, BM25_K1, bm25_scores, spread_to_neighbours
 
 
 def test_stem_is_a_prefix_and_merges_forms() -> None:
@@ -31,3 +36,19 @@ def test_spread_to_neighbours_is_linear_and_bounded() -> None:
     spread = spread_to_neighbours({0: 1.0, 5: 2.0}, 6, 0.5)
     assert spread == {0: 1.0, 1: 0.5, 4: 1.0, 5: 2.0}
     assert spread_to_neighbours({2: 1.0}, 3, 0.0) == {2: 1.0}
+
+
+@given(
+    st.lists(
+        st.text(alphabet="abcde running runs ran 苹果猫 .,", max_size=40), min_size=1, max_size=15
+    ),
+    st.text(alphabet="abcde running runs 苹果 ?", max_size=20),
+)
+def test_bm25_matches_reference(texts: list[str], query: str) -> None:
+    lengths = [max(1, len(t.split())) for t in texts]
+    terms = query_terms(query)
+    fast = bm25_scores(texts, lengths, terms)
+    slow = reference_bm25(texts, lengths, terms, BM25_K1, BM25_B)
+    assert fast.keys() == slow.keys()
+    for index, score in fast.items():
+        assert score == pytest.approx(slow[index])
