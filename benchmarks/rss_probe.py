@@ -1,4 +1,7 @@
-"""Peak resident memory of one compilation, in a fresh process: python -m benchmarks.rss_probe N"""
+"""Peak resident memory of one compilation, in a fresh process:
+
+    python -m benchmarks.rss_probe FIXTURE TOKENS      (FIXTURE: state_log or mixed_log)
+"""
 
 from __future__ import annotations
 
@@ -7,12 +10,13 @@ import resource
 import sys
 
 import tomc
-from benchmarks.workloads import state_log
+from benchmarks import workloads
 
 
 def main() -> None:
-    tokens = int(sys.argv[1])
-    case = state_log(tokens)
+    fixture, tokens = sys.argv[1], int(sys.argv[2])
+    make = {"state_log": workloads.state_log, "mixed_log": workloads.mixed_log}[fixture]
+    case = make(tokens)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     result = tomc.compile_memory(case.history, case.task, budget_tokens=int(0.8 * tokens))
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -15,23 +15,27 @@ from .counting import count_terms, top_terms
 from .operations import Copy, Program, Relation, Set
 from .relations import PathEntry, collect_edges, join_relations
 from .router import Route, names_in_task, task_words
-from .state import replay_state
+from .state import CHAIN_EDGE, Chain, replay_state
 
 __all__ = ["CAPS", "RELATION_SAFETY_LIMIT", "Record", "candidate_records", "format_ids"]
 
 CAPS = {"state": 96, "count": 80, "relation": 120}
 #: Even the uncapped comparison mode stops enumerating relation paths here.
 RELATION_SAFETY_LIMIT = 100_000
-_SHOWN_IDS = 8
 
 
-def format_ids(units: Sequence[int]) -> str:
-    """``u0,u1,u3``; long chains show their first and last four ids around an ellipsis."""
-    if len(units) <= _SHOWN_IDS:
+def format_ids(units: Sequence[int] | Chain) -> str:
+    """``u0,u1,u3``; longer provenance shows its first and last four ids around an ellipsis.
+
+    A :class:`Chain` is never materialised here: it knows its length and both ends.
+    """
+    if len(units) <= 2 * CHAIN_EDGE:
         return ",".join(f"u{u}" for u in units)
-    head = ",".join(f"u{u}" for u in units[: _SHOWN_IDS // 2])
-    tail = ",".join(f"u{u}" for u in units[-_SHOWN_IDS // 2 :])
-    return f"{head},…,{tail}"
+    if isinstance(units, Chain):
+        head, tail = units.head, units.tail
+    else:
+        head, tail = units[:CHAIN_EDGE], units[-CHAIN_EDGE:]
+    return ",".join([*(f"u{u}" for u in head), "…", *(f"u{u}" for u in tail)])
 
 
 @dataclass(slots=True)
@@ -42,7 +46,7 @@ class Record:
     key: str
     value: str
     text: str
-    units: tuple[int, ...]
+    units: Sequence[int] | Chain  # a state row's chain is shared, never copied
     relevant: bool
     eligible: bool
     tokens: int = -1
@@ -67,8 +71,8 @@ def _state_records(
             "state",
             e.name,
             e.value,
-            f"STATE {e.name} = {e.value} ({format_ids(e.source_units)})",
-            e.source_units,
+            f"STATE {e.name} = {e.value} ({format_ids(e.chain)})",
+            e.chain,
             e.name in named,
             eligible or e.name in named,
         )
