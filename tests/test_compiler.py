@@ -18,6 +18,7 @@ from tomc import (
     TomcError,
     compile_memory,
 )
+from tomc.budget import MAX_BUDGET_TOKENS
 
 SEED_HISTORY = "A = 3\nB copies A\nA = 8\nC copies B\n"
 
@@ -390,3 +391,12 @@ def test_detect_chat_messages_reads_only_json_lists_of_objects() -> None:
     assert detect_chat_messages('[{"content": "no role"}]') == [{"content": "no role"}]
     for text in ("[10:02] deploy done", "[1, 2]", "[]", "plain", "[" * 100_000):
         assert detect_chat_messages(text) is None
+
+
+@pytest.mark.parametrize("strategy", ["tomc", "tomc_raw", "rag", "auto"])
+@pytest.mark.parametrize("budget", [10**400, 2**64, MAX_BUDGET_TOKENS + 1])
+def test_absurd_budgets_are_clamped_not_crashes(strategy: str, budget: int) -> None:
+    result = compile_memory(SEED_HISTORY, "What is C?", budget_tokens=budget, strategy=strategy)
+    assert result.budget_tokens == MAX_BUDGET_TOKENS
+    assert "STATE C = 3" in result.compiled_memory or result.applied_strategy != "tomc"
+    assert result.memory_tokens <= result.budget_tokens

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 
-from .budget import default_budget
+from .budget import clamp_budget, default_budget
 from .counters import LexicalCounter, TokenCounter, get_counter
 from .errors import BudgetError, InvalidHistoryError, InvalidOptionError
 from .operations import parse_program
@@ -82,7 +82,7 @@ def compile_memory(
         input_tokens = token_counter.count(history)
     else:
         input_tokens = sum(row_tokens)
-    budget = default_budget(input_tokens) if budget_tokens is None else budget_tokens
+    budget = default_budget(input_tokens) if budget_tokens is None else clamp_budget(budget_tokens)
 
     program = parse_program(texts)
     route = route_task(task, program.variables, program.labels)
