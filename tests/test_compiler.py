@@ -19,6 +19,7 @@ from tomc import (
     compile_memory,
 )
 from tomc.budget import MAX_BUDGET_TOKENS
+from tomc.counters import CHARS_PER_TOKEN_FLOOR, safe_cost
 
 SEED_HISTORY = "A = 3\nB copies A\nA = 8\nC copies B\n"
 
@@ -84,7 +85,7 @@ def test_budget_never_exceeded_and_every_candidate_once(strategy: str, budget: i
         result.memory_tokens <= result.budget_tokens == budget
         or result.applied_strategy == "unchanged"
     )
-    assert LexicalCounter().count(result.compiled_memory) == result.memory_tokens
+    assert safe_cost("lexical", result.compiled_memory) == result.memory_tokens
     keys = [(row.kind, row.key) for row in result.ledger]
     assert len(keys) == len(set(keys))
     packed = "".join(
@@ -304,7 +305,7 @@ def test_never_crashes_on_arbitrary_unicode(
         return  # empty history / task, NUL bytes: named errors are the right answer
     if result.applied_strategy != "unchanged":
         assert result.memory_tokens <= budget
-    assert LexicalCounter().count(result.compiled_memory) == result.memory_tokens
+    assert safe_cost("lexical", result.compiled_memory) == result.memory_tokens
 
 
 def test_bpe_counter_budget_and_recount() -> None:
@@ -400,3 +401,66 @@ def test_absurd_budgets_are_clamped_not_crashes(strategy: str, budget: int) -> N
     assert result.budget_tokens == MAX_BUDGET_TOKENS
     assert "STATE C = 3" in result.compiled_memory or result.applied_strategy != "tomc"
     assert result.memory_tokens <= result.budget_tokens
+
+
+@pytest.mark.parametrize("strategy", ["tomc", "tomc_raw", "rag", "auto"])
+def test_unbroken_runs_cannot_overrun_a_lexical_budget(strategy: str) -> None:
+    run = "QUJD" * 250_000  # a 1,000,000-character word (base64-like): one lexical token
+    history = f"deploy_target = staging\n{run}\nnote: the blob above is the build artefact"
+    result = compile_memory(history, "What is deploy_target?", budget_tokens=5, strategy=strategy)
+    assert result.applied_strategy != "unchanged"
+    assert len(result.compiled_memory) <= 5 * CHARS_PER_TOKEN_FLOOR
+    assert result.memory_tokens <= 5
+    assert safe_cost("lexical", result.compiled_memory) == result.memory_tokens
+    assert result.input_tokens >= 1_000_000 // CHARS_PER_TOKEN_FLOOR  # fit decisions see it
+    if strategy != "tomc":
+        blob = next(r for r in result.ledger if r.kind == "source" and r.text == run)
+        assert blob.tokens == 1_000_000 // CHARS_PER_TOKEN_FLOOR and not blob.included
+
+
+@pytest.mark.parametrize(
+    "history",
+    ["int x = 1;\n// comment\n", "see ->\n/tmp is full\n", "a;\n/\n//\n/x;\n/y\nplain\n"],
+)
+@pytest.mark.parametrize("counter", ["bpe:o200k_base", "bpe:cl100k_base"])
+@pytest.mark.parametrize("strategy", ["tomc_raw", "rag", "auto"])
+def test_bpe_packing_is_exact_across_joined_lines(
+    history: str, counter: str, strategy: str
+) -> None:
+    pytest.importorskip("bpe_openai")
+    bpe = tomc.get_counter(counter)
+    for budget in range(bpe.count(history) + 2):
+        result = compile_memory(
+            history, "what is full?", budget_tokens=budget, strategy=strategy, counter=counter
+        )
+        assert bpe.count(result.compiled_memory) == result.memory_tokens
+        if result.applied_strategy == "unchanged":
+            assert result.compiled_memory == history and result.memory_tokens == bpe.count(history)
+            continue
+        assert result.memory_tokens <= budget
+        assert sum(r.tokens for r in result.ledger if r.included) == result.memory_tokens
+
+
+code_lines = st.one_of(
+    st.sampled_from(["int x = 1;", "// comment", "/tmp is full", "see ->", "//", "/", "a = b;"]),
+    st.sampled_from(["/* block */", "x += 2;", "v1 = 3", "v1 copies v2", "return x;"]),
+    st.text(alphabet="/;.->( )xyv1=中", min_size=1, max_size=10),
+).filter(str.strip)
+
+
+@given(
+    st.lists(code_lines, min_size=1, max_size=25).map("\n".join),
+    st.integers(0, 120),
+    st.sampled_from(["tomc", "tomc_raw", "rag"]),
+    st.sampled_from(["bpe:o200k_base", "bpe:cl100k_base"]),
+)
+def test_bpe_never_over_budget_and_exact_on_code(
+    history: str, budget: int, strategy: str, counter: str
+) -> None:
+    pytest.importorskip("bpe_openai")
+    result = compile_memory(
+        history, "what is v1 and x?", budget_tokens=budget, strategy=strategy, counter=counter
+    )
+    assert tomc.get_counter(counter).count(result.compiled_memory) == result.memory_tokens
+    assert result.memory_tokens <= budget
+    assert sum(r.tokens for r in result.ledger if r.included) == result.memory_tokens

@@ -12,10 +12,10 @@ import math
 import time
 
 from .budget import clamp_budget, default_budget
-from .counters import LexicalCounter, TokenCounter, get_counter
+from .counters import LexicalCounter, TokenCounter, get_counter, row_costs
 from .errors import BudgetError, InvalidHistoryError, InvalidOptionError
 from .operations import parse_program
-from .packing import pack_records, pack_sources, row_costs, row_texts
+from .packing import Packed, assemble_memory, pack_records, pack_sources, row_texts
 from .records import CAPS, Record, candidate_records
 from .result import CompileResult, LedgerRow, SourceUnit
 from .router import Route, route_task
@@ -77,9 +77,9 @@ def compile_memory(
     table = read_history(history)
     texts = table.texts
     rows = row_texts(table)
-    row_tokens = row_costs(rows, table, token_counter)
+    row_tokens = row_costs(token_counter, rows)
     if isinstance(history, str) and not isinstance(token_counter, LexicalCounter):
-        input_tokens = token_counter.count(history)
+        input_tokens = token_counter.count(history)  # exact even where lines join
     else:
         input_tokens = sum(row_tokens)
     budget = default_budget(input_tokens) if budget_tokens is None else clamp_budget(budget_tokens)
@@ -94,53 +94,43 @@ def compile_memory(
         records, caps_exceeded = candidate_records(program, texts, route, applied, task, uncapped)
     record_budget = budget if applied == "tomc" else math.floor(budget * RECORD_SHARE)
     record_used = pack_records(records, record_budget, token_counter, uncapped) if records else 0
+    included_records = [r for r in records if r.included]
 
     ranking: SourceRanking | None = None
-    kept_units: list[int] = []
-    if applied in ("tomc_raw", "rag"):
-        ranking = rank_sources(texts, row_tokens, task)
-        kept_units = pack_sources(ranking.order, row_tokens, budget - record_used)
-    elif applied == "unchanged":
-        kept_units = list(range(len(texts)))
-
-    included_records = [r for r in records if r.included]
     if applied == "unchanged":
         memory = history if isinstance(history, str) else "".join(row + "\n" for row in rows)
-        memory_tokens = input_tokens
+        packed = Packed(memory, input_tokens, list(range(len(texts))), {}, frozenset())
     else:
-        parts = [r.text + "\n" for r in included_records]
-        parts.extend(rows[i] + "\n" for i in kept_units)
-        memory = "".join(parts)
-        memory_tokens = record_used + sum(row_tokens[i] for i in kept_units)
-    recount = token_counter.count(memory)
-    if recount != memory_tokens or (applied != "unchanged" and recount > budget):
-        raise BudgetError(
-            f"packed memory re-counts to {recount} tokens with counter {token_counter.name!r}, "
-            f"but its rows add up to {memory_tokens} (budget {budget}); the counter is not "
-            "additive over newline-terminated rows"
+        kept_units: list[int] = []
+        if applied in ("tomc_raw", "rag"):
+            ranking = rank_sources(texts, row_tokens, task)
+            kept_units = pack_sources(ranking.order, row_tokens, budget - record_used)
+        order = ranking.order if ranking else ()
+        packed = assemble_memory(
+            token_counter, included_records, rows, row_tokens, kept_units, order, budget
         )
+    _check_recount(token_counter, packed, budget if applied != "unchanged" else None)
 
     tokens_by_kind = {"state": 0, "relation": 0, "count": 0, "source": 0}
     for record in included_records:
         tokens_by_kind[record.kind] += record.tokens
-    tokens_by_kind["source"] = memory_tokens - sum(r.tokens for r in included_records)
+    tokens_by_kind["source"] = packed.tokens - sum(r.tokens for r in included_records)
     latency = time.perf_counter() - started
-    kept = frozenset(kept_units)
 
     def build_ledger() -> tuple[LedgerRow, ...]:
         out = [_ledger_row(r, token_counter) for r in records]
         if applied in ("tomc_raw", "rag", "unchanged"):
-            out.extend(source_ledger_rows(rows, row_tokens, kept, ranking, applied))
+            out.extend(source_ledger_rows(rows, row_tokens, packed, ranking, applied))
         return tuple(out)
 
     return CompileResult(
-        compiled_memory=memory,
+        compiled_memory=packed.memory,
         route=route.route,
         route_reason=route.reason,
         strategy=strategy,
         applied_strategy=applied,
         budget_tokens=budget,
-        memory_tokens=recount,
+        memory_tokens=packed.tokens,
         input_tokens=input_tokens,
         tokens_by_kind=tokens_by_kind,
         caps_exceeded=caps_exceeded,
@@ -152,8 +142,26 @@ def compile_memory(
     )
 
 
+def _check_recount(counter: TokenCounter, packed: Packed, budget: int | None) -> None:
+    """Refuse rather than overrun: the memory must re-count to its rows' figure.
+
+    The lexical count and its character floor are additive over lines by construction, so
+    only other counters are re-counted (BPE joins are settled in :mod:`tomc.packing`; a custom
+    counter may not be additive at all).
+    """
+    if isinstance(counter, LexicalCounter):
+        return
+    recount = counter.count(packed.memory)
+    if recount != packed.tokens or (budget is not None and recount > budget):
+        raise BudgetError(
+            f"packed memory re-counts to {recount} tokens with counter {counter.name!r}, "
+            f"but its rows add up to {packed.tokens} (budget {budget}); the counter is not "
+            "additive over newline-terminated rows"
+        )
+
+
 def _ledger_row(record: Record, counter: TokenCounter) -> LedgerRow:
-    tokens = record.tokens if record.tokens >= 0 else counter.count(record.text + "\n")
+    tokens = record.tokens if record.tokens >= 0 else row_costs(counter, [record.text])[0]
     ids = tuple(f"u{u}" for u in record.units)
     return LedgerRow(
         record.kind,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetError",
+    "CounterError",
     "CounterUnavailableError",
     "InputTooLargeError",
     "InvalidHistoryError",
@@ -38,7 +39,11 @@ class InputTooLargeError(InvalidHistoryError):
         super().__init__(f"{message}; {hint}" if hint else message)
 
 
-class CounterUnavailableError(TomcError, RuntimeError):
+class CounterError(TomcError, RuntimeError):
+    """A token counter cannot count this text (its library refused it)."""
+
+
+class CounterUnavailableError(CounterError):
     """A token counter needs an optional dependency that is not installed."""
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .lexicon import query_terms
+from .packing import Packed
 from .result import LedgerRow
 from .retrieval import bm25_scores, spread_to_neighbours
 
@@ -33,12 +34,17 @@ def rank_sources(texts: Sequence[str], row_tokens: Sequence[int], task: str) -> 
 def source_ledger_rows(
     rows: Sequence[str],
     row_tokens: Sequence[int],
-    kept: frozenset[int],
+    packed: Packed,
     ranking: SourceRanking | None,
     applied: str,
 ) -> list[LedgerRow]:
-    """One ledger row per source line: its score, whether it was kept and why."""
+    """One ledger row per source line: its score, whether it was kept and why.
+
+    A kept line's tokens are what it adds where it stands (its own cost, plus any difference
+    from being counted together with the line before it).
+    """
     total = len(rows)
+    kept = frozenset(packed.kept_units)
     scores = ranking.scores if ranking else {}
     rank_of = {index: rank for rank, index in enumerate(ranking.order, start=1)} if ranking else {}
     out = []
@@ -52,18 +58,18 @@ def source_ledger_rows(
                 if i in scores
                 else f"no query term; kept by recency (rank {rank_of[i]})"
             )
+        elif i in packed.squeezed:
+            reason = (
+                f"left out (rank {rank_of[i]} of {total}): lines the tokenizer joins across a "
+                "line break cost more together, and this line made room"
+            )
         else:
             reason = f"over budget (rank {rank_of[i]} of {total}, needs {row_tokens[i]} tokens)"
-        out.append(
-            LedgerRow(
-                "source",
-                f"u{i}",
-                f"{score:.3f}",
-                rows[i],
-                (f"u{i}",),
-                row_tokens[i],
-                i in kept,
-                reason,
-            )
-        )
+        tokens = row_tokens[i]
+        if i in packed.extra:
+            tokens += packed.extra[i]
+            reason += f"; counted with the line before it ({packed.extra[i]:+d} tokens)"
+        unit = f"u{i}"
+        row = LedgerRow("source", unit, f"{score:.3f}", rows[i], (unit,), tokens, i in kept, reason)
+        out.append(row)
     return out
