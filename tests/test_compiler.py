@@ -464,3 +464,64 @@ def test_bpe_never_over_budget_and_exact_on_code(
     assert tomc.get_counter(counter).count(result.compiled_memory) == result.memory_tokens
     assert result.memory_tokens <= budget
     assert sum(r.tokens for r in result.ledger if r.included) == result.memory_tokens
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "relation: assigned > owns. Which archive does alice reach?",
+        "Using relation: assigned > owns, which archive does alice reach?",
+        "Which archive does alice reach (relation: assigned > owns)?",
+        "relation：assigned ＞ owns；alice 能到哪个档案？",
+    ],
+)
+def test_relation_predicate_inside_a_sentence(task: str) -> None:
+    history = "alice -[assigned]-> team\nteam -[owns]-> archive\nbob -[owns]-> team"
+    result = compile_memory(history, task, strategy="tomc")
+    assert result.route == "relation"
+    assert "relation: assigned > owns" in result.route_reason
+    keys = [r.key for r in result.ledger if r.kind == "relation"]
+    assert keys == ["alice -[assigned]-> team -[owns]-> archive"]
+
+
+def test_relation_predicate_with_multi_word_labels_uses_the_history_labels() -> None:
+    history = "ann -[works with]-> bo\nbo -[reports to]-> cy"
+    result = compile_memory(history, "relation: works with > reports to. who?", strategy="tomc")
+    assert [r.key for r in result.ledger if r.kind == "relation"] == [
+        "ann -[works with]-> bo -[reports to]-> cy"
+    ]
+
+
+def test_relation_cap_keeps_paths_to_the_named_end_node() -> None:
+    lines = [f"root -[l1]-> mid{i}" for i in range(40)]
+    lines += [f"mid{i} -[l2]-> leaf{i}_{j}" for i in range(40) for j in range(30)]
+    result = compile_memory(
+        "\n".join(lines), "Which path reaches leaf32_7? relation: l1 > l2", strategy="tomc"
+    )
+    rows = [r for r in result.ledger if r.kind == "relation"]
+    assert result.caps_exceeded["relation"] and len(rows) == 120
+    assert rows[0].key == "root -[l1]-> mid32 -[l2]-> leaf32_7" and rows[0].included
+    assert "root -[l1]-> mid32 -[l2]-> leaf32_7" in result.compiled_memory
+
+
+@pytest.mark.parametrize(
+    ("history", "task", "name"),
+    [
+        ("deploy_target = staging\nnoise", "deploy_target的当前值是什么？", "deploy_target"),
+        ("deploy_target = staging\nnoise", "请问deploy_target现在是多少", "deploy_target"),
+        ("温度 = 21\n湿度 = 40\n其他记录", "温度的当前值是什么？", "温度"),
+        ("温度 = 21\n湿度 = 40\n其他记录", "现在的温度是多少？", "温度"),
+        ("温度 = 21\n室内温度 copies 温度", "室内温度是多少", "室内温度"),
+    ],
+)
+def test_names_glued_to_chinese_are_found(history: str, task: str, name: str) -> None:
+    result = compile_memory(history, task, strategy="tomc_raw", budget_tokens=200)
+    assert result.route == "state" and name in result.route_reason
+    first = next(r for r in result.ledger if r.kind == "state")
+    assert first.key == name and first.included and "task-relevant" in first.reason
+
+
+def test_one_cjk_character_is_not_a_mention() -> None:
+    result = compile_memory("值 = 5\n温度 = 21", "温度的值是多少", strategy="tomc")
+    relevant = [r.key for r in result.ledger if r.kind == "state" and "task-relevant" in r.reason]
+    assert relevant == ["温度"]

@@ -7,14 +7,14 @@ but never packed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .counting import count_terms, top_terms
+from .mentions import TaskMentions
 from .operations import Copy, Program, Relation, Set
 from .relations import PathEntry, collect_edges, join_relations
-from .router import Route, names_in_task, task_words
+from .router import Route
 from .state import CHAIN_EDGE, Chain, replay_state
 
 __all__ = ["CAPS", "RELATION_SAFETY_LIMIT", "Record", "candidate_records", "format_ids"]
@@ -55,14 +55,10 @@ class Record:
 
 
 def _state_records(
-    ops: list[tuple[int, Set | Copy]],
-    route: Route,
-    strategy: str,
-    raw_words: set[str],
-    folded_words: set[str],
+    ops: list[tuple[int, Set | Copy]], route: Route, strategy: str, mentions: TaskMentions
 ) -> list[Record]:
     entries = replay_state(ops)
-    named = set(names_in_task([e.name for e in entries], raw_words, folded_words))
+    named = set(mentions.variables([e.name for e in entries]))
     eligible = route.route == "state" or strategy == "tomc"
     relevant = [e for e in entries if e.name in named]
     rest = sorted((e for e in entries if e.name not in named), key=lambda e: -e.last_unit)
@@ -80,48 +76,34 @@ def _state_records(
     ]
 
 
-def _spaced(text: str) -> str:
-    """Case-folded, with ``_`` and ``-`` read as spaces: deploy_pipeline ~ "deploy pipeline"."""
-    return " ".join(re.sub(r"[_\-]+", " ", text.casefold()).split())
-
-
-def _mentions(node: str, task_spaced: str, folded_words: set[str]) -> bool:
-    """Whether the task names an entity: as one word, or as a phrase of whole words."""
-    if node.casefold() in folded_words:
-        return True
-    phrase = _spaced(node)
-    return bool(phrase) and f" {phrase} " in f" {task_spaced} "
-
-
 def _relation_records(
     relations: list[tuple[int, Relation]],
     route: Route,
     strategy: str,
-    task: str,
-    folded_words: set[str],
+    mentions: TaskMentions,
     uncapped: bool,
 ) -> tuple[list[Record], bool]:
     edges = collect_edges(relations)
-    task_spaced = _spaced(re.sub(r"[^\w\s\-]", " ", task))
+    nodes = dict.fromkeys(node for s, _, t, _ in edges for node in (s, t))  # first-seen order
+    named = mentions.entities(nodes)
     if route.labels:
         limit = RELATION_SAFETY_LIMIT if uncapped else CAPS["relation"]
-        # Paths from an entity the task names are enumerated first, so the cap keeps them.
-        named_starts = {s for s, _, _, _ in edges if _mentions(s, task_spaced, folded_words)}
-        paths, hit_limit = join_relations(edges, route.labels, limit, prefer=named_starts)
+        # Paths through an entity the task names are enumerated first, so the cap keeps them.
+        prefer = [node for node in nodes if node in named]  # a set's order is not stable
+        paths, hit_limit = join_relations(edges, route.labels, limit, prefer=prefer)
         exceeded = hit_limit or len(paths) > CAPS["relation"]
         eligible = True
     else:
         paths = [PathEntry((s, t), (label,), units) for s, label, t, units in edges]
         exceeded = len(paths) > CAPS["relation"]
         eligible = route.route == "relation" or strategy == "tomc"
+    labels = set() if route.labels else {label for _, label, _, _ in edges}
+    named_labels = {label for label in labels if mentions.label(label)}
     records = []
     for path in paths:
-        # A named endpoint, or (for single edges) a named label, makes a row relevant.
-        relevant = (
-            _mentions(path.nodes[0], task_spaced, folded_words)
-            or _mentions(path.nodes[-1], task_spaced, folded_words)
-            or (not route.labels and path.labels[0].casefold() in folded_words)
-        )
+        # A named entity anywhere on the path, or (for single edges) a named label, makes a
+        # row relevant.
+        relevant = any(node in named for node in path.nodes) or path.labels[0] in named_labels
         records.append(
             Record(
                 "relation",
@@ -177,11 +159,11 @@ def candidate_records(
     route's other rows, everything else; rows the route did not ask for come last, with the
     reason already set.
     """
-    raw_words, folded_words = task_words(task)
-    state = _state_records(program.state_ops, route, strategy, raw_words, folded_words)
+    mentions = TaskMentions(task)
+    state = _state_records(program.state_ops, route, strategy, mentions)
     caps_exceeded = {"state": sum(r.eligible for r in state) > CAPS["state"]}
     relation, caps_exceeded["relation"] = _relation_records(
-        program.relations, route, strategy, task, folded_words, uncapped
+        program.relations, route, strategy, mentions, uncapped
     )
     count: list[Record] = []
     caps_exceeded["count"] = False

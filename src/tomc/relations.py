@@ -7,8 +7,9 @@ sequence by brute force; the property tests check that they agree.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain as _chain
 
 from .operations import Relation
 
@@ -61,52 +62,125 @@ def join_relations(
 ) -> tuple[list[PathEntry], bool]:
     """Paths that follow exactly ``labels`` (no other transitivity), depth first in edge order.
 
-    Paths starting at a node in ``prefer`` (as spelled in ``edges``) are enumerated first.
+    Paths that pass through a node in ``prefer`` anywhere (start, middle or end) come first,
+    so a cap keeps them; then every other path.
 
     Returns ``(paths, exceeded)``: at most ``limit`` paths, and whether more exist. Nodes that
-    cannot complete the rest of the sequence are pruned first (one backward pass), so the
-    search never wanders into dead ends and its work is bounded by the paths it returns.
-    A path never uses the same edge twice.
+    cannot complete the rest of the sequence, or cannot be reached by its beginning, are
+    pruned first (one pass each way), so every partial path the search extends completes and
+    its work is bounded by the paths it returns. A path never uses the same edge twice.
     """
     wanted = [normalize(label) for label in labels]
     if not wanted:
         return [], False
-    keys = [(normalize(s), normalize(label), normalize(t)) for s, label, t, _ in edges]
-    outgoing: dict[tuple[str, str], list[int]] = {}
-    for index, (source, label, _) in enumerate(keys):
-        outgoing.setdefault((source, label), []).append(index)
-    # viable[k]: nodes from which labels[k:] can be followed; the end of a path is always viable.
-    viable: list[set[str] | None] = [None] * (len(wanted) + 1)
-    for k in range(len(wanted) - 1, -1, -1):
-        after = viable[k + 1]
-        viable[k] = {
-            s for s, label, t in keys if label == wanted[k] and (after is None or t in after)
-        }
-    paths: list[tuple[int, ...]] = []
+    join = _Join(edges, wanted)
+    found: dict[tuple[int, ...], None] = {}
     exceeded = False
-    starts = [
-        index
-        for index in range(len(keys))
-        if keys[index][1] == wanted[0] and keys[index][0] in viable[0]  # type: ignore[operator]
-    ]
-    preferred = {normalize(node) for node in prefer}
-    starts.sort(key=lambda index: keys[index][0] not in preferred)  # stable
-    stack: list[tuple[int, ...]] = [(index,) for index in reversed(starts)]
-    while stack:
-        path = stack.pop()
-        depth = len(path)
-        if depth == len(wanted):
-            if limit is not None and len(paths) >= limit:
-                exceeded = True
-                break
-            paths.append(path)
+    for path in _chain(join.through(prefer), join.all_paths()):
+        if path in found:
             continue
-        after = viable[depth + 1]
-        end = keys[path[-1]][2]
-        for index in reversed(outgoing.get((end, wanted[depth]), ())):
-            if index not in path and (after is None or keys[index][2] in after):
-                stack.append((*path, index))
-    return [_path_entry(edges, path) for path in paths], exceeded
+        if limit is not None and len(found) >= limit:
+            exceeded = True
+            break
+        found[path] = None
+    return [_path_entry(edges, path) for path in found], exceeded
+
+
+class _Join:
+    """The pruned search space of one label sequence."""
+
+    def __init__(self, edges: Sequence[Edge], wanted: list[str]) -> None:
+        self.wanted = wanted
+        self.keys = [(normalize(s), normalize(label), normalize(t)) for s, label, t, _ in edges]
+        self.outgoing: dict[tuple[str, str], list[int]] = {}
+        self.incoming: dict[tuple[str, str], list[int]] = {}
+        for index, (source, label, target) in enumerate(self.keys):
+            self.outgoing.setdefault((source, label), []).append(index)
+            self.incoming.setdefault((target, label), []).append(index)
+        depth = len(wanted)
+        # viable[k]: nodes from which wanted[k:] can be followed (None: any node, at the end).
+        self.viable: list[set[str] | None] = [None] * (depth + 1)
+        for k in range(depth - 1, -1, -1):
+            after = self.viable[k + 1]
+            self.viable[k] = {
+                s for s, lab, t in self.keys if lab == wanted[k] and (after is None or t in after)
+            }
+        # reach[k]: nodes that wanted[:k] can lead to (None: any node, at the start).
+        self.reach: list[set[str] | None] = [None] * (depth + 1)
+        for k in range(1, depth + 1):
+            prior, label = self.reach[k - 1], wanted[k - 1]
+            self.reach[k] = {
+                t for s, lab, t in self.keys if lab == label and (prior is None or s in prior)
+            }
+
+    def _fits(self, node: str, position: int) -> bool:
+        viable, reach = self.viable[position], self.reach[position]
+        return (viable is None or node in viable) and (reach is None or node in reach)
+
+    def _step(self, index: int, depth: int) -> bool:
+        """Whether edge ``index`` can be the path's edge at ``depth`` and still complete."""
+        after = self.viable[depth + 1]
+        return self.keys[index][1] == self.wanted[depth] and (
+            after is None or self.keys[index][2] in after
+        )
+
+    def _extend(self, firsts: Iterable[int], position: int) -> Iterator[tuple[int, ...]]:
+        """Complete paths from the edges ``firsts`` at ``position``, depth first, in order."""
+        stack = [(index,) for index in firsts if self._step(index, position)]
+        stack.reverse()
+        while stack:
+            path = stack.pop()
+            depth = position + len(path)
+            if depth == len(self.wanted):
+                yield path
+                continue
+            end = self.keys[path[-1]][2]
+            for index in reversed(self.outgoing.get((end, self.wanted[depth]), ())):
+                if index not in path and self._step(index, depth):
+                    stack.append((*path, index))
+
+    def forward(self, node: str, position: int) -> Iterator[tuple[int, ...]]:
+        """Edge sequences following wanted[position:] from ``node``."""
+        if position == len(self.wanted):
+            return iter([()])
+        return self._extend(self.outgoing.get((node, self.wanted[position]), ()), position)
+
+    def backward(self, node: str, position: int) -> Iterator[tuple[int, ...]]:
+        """Edge sequences following wanted[:position] that end at ``node``."""
+        if position == 0:
+            yield ()
+            return
+        stack: list[tuple[int, ...]] = []
+        before = self.reach[position - 1]
+        for index in reversed(self.incoming.get((node, self.wanted[position - 1]), ())):
+            if before is None or self.keys[index][0] in before:
+                stack.append((index,))
+        while stack:
+            path = stack.pop()  # edges in reverse order
+            depth = position - len(path)
+            if depth == 0:
+                yield tuple(reversed(path))
+                continue
+            before = self.reach[depth - 1]
+            start = self.keys[path[-1]][0]
+            for index in reversed(self.incoming.get((start, self.wanted[depth - 1]), ())):
+                if index not in path and (before is None or self.keys[index][0] in before):
+                    stack.append((*path, index))
+
+    def through(self, prefer: Collection[str]) -> Iterator[tuple[int, ...]]:
+        """Paths through a preferred node, by node, then by its position in the path."""
+        for node in dict.fromkeys(normalize(n) for n in prefer):
+            for position in range(len(self.wanted) + 1):
+                if not self._fits(node, position):
+                    continue
+                for head in self.backward(node, position):
+                    for tail in self.forward(node, position):
+                        if not set(head) & set(tail):
+                            yield head + tail
+
+    def all_paths(self) -> Iterator[tuple[int, ...]]:
+        """Every path, in order of its first edge."""
+        return self._extend(range(len(self.keys)), 0)
 
 
 def _path_entry(edges: Sequence[Edge], path: tuple[int, ...]) -> PathEntry:
