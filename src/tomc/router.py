@@ -20,7 +20,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from .lexicon import CJK_RANGES, CJK_STOP_CHARS, STOPWORDS, word_tokens
+from .counting import terms_named_in
 from .mentions import TaskMentions
 
 __all__ = ["Route", "route_task"]
@@ -98,24 +98,6 @@ _WORDING = _Cues(
     ("原话", "原話", "原文", "逐字", "措辞", "措辭", "怎么说", "怎麼說"),
 )
 
-# Words that phrase a counting question rather than name what to count.
-_COUNT_FRAME = frozenset(
-    """
-    how many often times time count counts counted counting number numbers occurrence
-    occurrences occur occurs occurred appear appears appeared appearing mention mentions
-    mentioned word words term terms token tokens total common frequent frequency most top list
-    text history conversation log logs line lines above below whole entire show give tell find
-    does did do is are was were the in of
-    """.split()
-)
-_QUOTED = re.compile(r"[\"“”'‘’「『]([^\"“”'‘’「」『』]{1,80})[\"“”'‘’」』]")
-_CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
-_ZH_FRAME = re.compile(
-    "多少次|几次|幾次|次数|次數|多少个|多少個|多少|统计|統計|计数|計數|频率|頻率|出现了|出現了|出现"
-    "|出現|一共|总共|總共|文本|历史|歷史|中|里|裡|了|的|词|詞|字|个|個|是|在|有"
-)
-
-
 @dataclass(frozen=True, slots=True)
 class Route:
     """A routing decision. ``labels`` is the requested relation label sequence, if any."""
@@ -168,23 +150,6 @@ def requested_labels(task: str, known: Collection[str] = ()) -> tuple[str, ...]:
     return tuple(labels)
 
 
-def count_terms_of(task: str) -> tuple[str, ...]:
-    """What a counting task names: quoted terms, else its content words and CJK phrases."""
-    quoted = [q.strip().lower() for q in _QUOTED.findall(task) if q.strip()]
-    if quoted:
-        return tuple(dict.fromkeys(quoted))
-    terms: list[str] = []
-    for token in word_tokens(_CJK_RUN.sub(" ", task)):
-        if token in STOPWORDS or token in _COUNT_FRAME or token.isdigit():
-            continue
-        terms.append(token)
-    for run in _CJK_RUN.findall(task):
-        for piece in _ZH_FRAME.split(run):
-            if len(piece) >= 2 or (piece and piece not in CJK_STOP_CHARS):
-                terms.append(piece)
-    return tuple(dict.fromkeys(terms))
-
-
 def route_task(task: str, variables: Collection[str], labels: Collection[str]) -> Route:
     """Pick the route for ``task`` given the variable names and relation labels in the history."""
     wording = _WORDING.find(task)
@@ -194,7 +159,7 @@ def route_task(task: str, variables: Collection[str], labels: Collection[str]) -
     )
 
     def make(route: str, reason: str) -> Route:
-        terms = count_terms_of(task) if route == "count" else ()
+        terms = terms_named_in(task) if route == "count" else ()
         return Route(
             route, reason, wording is not None, predicate, terms, wants_top and route == "count"
         )
