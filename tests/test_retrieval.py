@@ -52,3 +52,19 @@ def test_bm25_matches_reference(texts: list[str], query: str) -> None:
     assert fast.keys() == slow.keys()
     for index, score in fast.items():
         assert score == pytest.approx(slow[index])
+
+
+@given(
+    st.lists(
+        st.text(alphabet="abRUNNING runs_ İı苹果x1 .\t", max_size=40), min_size=1, max_size=15
+    ),
+    st.text(alphabet="ab running RUNS 苹果 x1 ?", max_size=20),
+)
+def test_bm25_matches_reference_with_case_and_odd_letters(texts: list[str], query: str) -> None:
+    lengths = [max(1, len(t.split())) for t in texts]
+    terms = query_terms(query)
+    fast = bm25_scores(texts, lengths, terms)
+    slow = reference_bm25(texts, lengths, terms, BM25_K1, BM25_B)
+    assert fast.keys() == slow.keys()
+    for index, score in fast.items():
+        assert score == pytest.approx(slow[index])

@@ -44,8 +44,16 @@ def collect_edges(relations: Iterable[tuple[int, Relation]]) -> list[Edge]:
     Endpoints and labels compare case- and space-insensitively; the first spelling is kept.
     """
     edges: dict[tuple[str, str, str], list] = {}
+    folded: dict[str, str] = {}  # endpoints and labels repeat: normalise each spelling once
+
+    def norm(text: str) -> str:
+        value = folded.get(text)
+        if value is None:
+            value = folded[text] = normalize(text)
+        return value
+
     for unit, rel in relations:
-        key = (normalize(rel.source), normalize(rel.label), normalize(rel.target))
+        key = (norm(rel.source), norm(rel.label), norm(rel.target))
         entry = edges.get(key)
         if entry is None:
             edges[key] = [rel.source, rel.label, rel.target, [unit]]
