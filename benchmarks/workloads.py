@@ -58,6 +58,25 @@ def _log_line(rng: random.Random, i: int) -> str:
     )
 
 
+def _value_question(
+    family: str,
+    lines: list[str],
+    values: dict[str, str],
+    chains: dict[str, list[str]],
+    target: str,
+    tokens: int,
+) -> Case:
+    """Ask for ``target``'s current value: its record, or every line of its copy chain."""
+    return Case(
+        family,
+        "\n".join(lines),
+        f"What is the current value of {target}?",
+        (f"STATE {target} = {values[target]} ",),
+        tuple(chains[target]),
+        {"tokens": tokens},
+    )
+
+
 def state_log(tokens: int, seed: int = 0) -> Case:
     """The seed's state/log fixture: SET/COPY lines mixed with log chatter (about 1 in 8)."""
     rng = random.Random(seed)
@@ -85,15 +104,7 @@ def state_log(tokens: int, seed: int = 0) -> Case:
         lines.append(line)
         total += counter.count(line)
         i += 1
-    target = rng.choice(sorted(values))
-    return Case(
-        "state_log",
-        "\n".join(lines),
-        f"What is the current value of {target}?",
-        (f"STATE {target} = {values[target]} ",),
-        tuple(chains[target]),
-        {"tokens": total},
-    )
+    return _value_question("state_log", lines, values, chains, rng.choice(sorted(values)), total)
 
 
 def _noise(rng: random.Random) -> str:
@@ -275,15 +286,7 @@ def mixed_log(tokens: int, seed: int = 0) -> Case:
         lines.append(line)
         total += counter.count(line)
         i += 1
-    target = rng.choice(sorted(values))
-    return Case(
-        "mixed_log",
-        "\n".join(lines),
-        f"What is the current value of {target}?",
-        (f"STATE {target} = {values[target]} ",),
-        tuple(chains[target]),
-        {"tokens": total},
-    )
+    return _value_question("mixed_log", lines, values, chains, rng.choice(sorted(values)), total)
 
 
 def copy_chain(lines: int) -> Case:
