@@ -32,11 +32,18 @@ SHARES = (0.1, 0.2, 0.4, 0.8)
 
 
 def best_time(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
+    return best_times([fn], repeat)[0]
+
+
+def best_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:
+    """Best wall time of each function, run in turn ``repeat`` times, so that a ratio of two
+    is measured under the same machine load (the machine is shared)."""
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - started)
+        for k, fn in enumerate(fns):
+            started = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - started)
     return best
 
 
@@ -52,9 +59,12 @@ def speed(fixture: str, sizes: list[int], repeat: int) -> list[dict]:
         case = make(size)
         lines = baselines.lines_of(case.history)
         budget = int(0.8 * size)
-        floor = best_time(lambda c=case: LEXICAL_PATTERN.findall(c.history), repeat)
-        compile_s = best_time(
-            lambda c=case, b=budget: tomc.compile_memory(c.history, c.task, budget_tokens=b), repeat
+        floor, compile_s = best_times(
+            [
+                lambda c=case: LEXICAL_PATTERN.findall(c.history),
+                lambda c=case, b=budget: tomc.compile_memory(c.history, c.task, budget_tokens=b),
+            ],
+            repeat,
         )
         bm25s_s = best_time(
             lambda ls=lines, c=case, b=budget: baselines.bm25s_select(ls, c.task, b),
@@ -89,8 +99,13 @@ def chain_speed(lengths: list[int], repeat: int) -> list[dict]:
     rows = []
     for n in tqdm(lengths, desc="copy chain", file=sys.stderr):
         case = workloads.copy_chain(n)
-        floor = best_time(lambda c=case: LEXICAL_PATTERN.findall(c.history), repeat)
-        compile_s = best_time(lambda c=case: tomc.compile_memory(c.history, c.task), repeat)
+        floor, compile_s = best_times(
+            [
+                lambda c=case: LEXICAL_PATTERN.findall(c.history),
+                lambda c=case: tomc.compile_memory(c.history, c.task),
+            ],
+            repeat,
+        )
         memory = tomc.compile_memory(case.history, case.task).compiled_memory
         rows.append(
             {
@@ -342,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     sizes = [1_000, 10_000, 100_000] if args.quick else [1_000, 10_000, 20_000, 100_000, 1_000_000]
-    repeat = 3 if args.quick else 5
+    repeat = 3 if args.quick else 7
     speed_rows = {name: speed(name, sizes, repeat) for name in SPEED_FIXTURES}
     chain_lengths = [10_000, 40_000] if args.quick else [10_000, 40_000, 100_000]
     chain_rows = chain_speed(chain_lengths, repeat)
