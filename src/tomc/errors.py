@@ -11,6 +11,7 @@ __all__ = [
     "AgentNotFoundError",
     "BudgetError",
     "CompiledMemoryRefusedError",
+    "CounterError",
     "CounterUnavailableError",
     "GatewayError",
     "InputTooLargeError",
@@ -49,7 +50,11 @@ class InputTooLargeError(InvalidHistoryError):
         super().__init__(f"{message}; {hint}" if hint else message)
 
 
-class CounterUnavailableError(TomcError, RuntimeError):
+class CounterError(TomcError, RuntimeError):
+    """A token counter cannot count this text (its library refused it)."""
+
+
+class CounterUnavailableError(CounterError):
     """A token counter needs an optional dependency that is not installed."""
 
 
