@@ -319,8 +319,10 @@ class FakeProvider:
                     await asyncio.sleep(reply.event_delay_s)
                 record.sent.append(event)
                 record.sent_at.append(time.monotonic())
+                # The last event is the whole answer: a client that stops reading at it (an
+                # error event) may close before this generator would run again.
+                record.complete = index == len(events) - 1
                 yield event
-            record.complete = True
 
         return StreamingResponse(body(), status_code=200, headers=headers)
 
