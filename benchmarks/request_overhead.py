@@ -22,13 +22,13 @@ SYSTEM = {"role": "system", "content": "You are a coding agent. Use the bash too
 TASK = {"role": "user", "content": "Fix the retry bug in src/service: compute() ignores retries."}
 
 
-def agent_step(step: int) -> list[dict[str, Any]]:
-    """One tool call and its 40-line output, as a coding agent produces them."""
+def agent_step(step: int, lines: int = 40) -> list[dict[str, Any]]:
+    """One tool call and its ``lines``-line output, as a coding agent produces them."""
     call_id = f"call_{step}"
     command = f"sed -n '{step * 40},{step * 40 + 39}p' src/service/module_{step % 7}.py"
     output = "\n".join(
         f"{step * 40 + k}: value_{step}_{k} = compute(item_{k}, retries={k % 5})  # step {step}"
-        for k in range(40)
+        for k in range(lines)
     )
     return [
         {

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks import request_overhead
 from chat_fixtures import openai_client
 from chat_strategies import agent_loops
 from fake_providers import FakeProvider, Usage
@@ -47,33 +48,11 @@ def o200k_prompt(body: dict) -> int:
 
 
 def agent_step(step: int) -> list[dict]:
-    """One tool call and its (long) output, as a coding agent produces them."""
-    call_id = f"call_{step}"
-    command = f"sed -n '{step * 40},{step * 40 + 39}p' src/service/module_{step % 7}.py"
-    output = "\n".join(
-        f"{step * 40 + k}: value_{step}_{k} = compute(item_{k}, retries={k % 5})  # step {step}"
-        for k in range(20)
-    )
-    return [
-        {
-            "role": "assistant",
-            "content": f"Step {step}: reading module_{step % 7}.py.",
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": "bash", "arguments": json.dumps({"command": command})},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": call_id, "content": output},
-    ]
+    """One tool call and its 20-line output, as a coding agent produces them."""
+    return request_overhead.agent_step(step, lines=20)
 
 
-TASK = [
-    {"role": "system", "content": "You are a coding agent. Use the bash tool."},
-    {"role": "user", "content": "Fix the retry bug in src/service: compute() ignores retries."},
-]
+TASK = [request_overhead.SYSTEM, request_overhead.TASK]
 
 
 def test_two_hundred_tool_calls_stay_inside_the_window_on_every_request():

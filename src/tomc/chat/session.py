@@ -23,6 +23,7 @@ from ..errors import InvalidOptionError, UnsupportedClientError
 from .conversation import INSTRUCTION, Entry
 from .decision import Decision
 from .dialects import DIALECTS, Dialect, PassThrough, dialect_for
+from .dialects.base import prompt_size
 from .items import ItemCache
 from .layout import HISTORY, Layout, Region, plan_layout
 from .memory import build_region_memory
@@ -307,7 +308,7 @@ class AutomaticChatSession:
         It is the next request's context hint, and when it exceeds what the session estimated
         for that request, the estimate's safety factor rises to match.
         """
-        usage = _prompt_size(usage)
+        usage = prompt_size(usage)
         if usage is not None:
             with self._lock:
                 self._usage_hint = usage
@@ -715,27 +716,6 @@ def _guess(client: Any, options: Mapping[str, Any]) -> list[Dialect]:
         )
     )
     return [DIALECTS[name] for name in names if name in DIALECTS]
-
-
-_USAGE_PARTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-
-
-def _prompt_size(usage: Any) -> int | None:
-    """The prompt size a usage figure (int, mapping or SDK object) reports, if any."""
-
-    def field(name: str) -> Any:
-        return usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
-
-    if usage is None or isinstance(usage, bool):
-        return None
-    if isinstance(usage, int):
-        return usage if usage >= 0 else None
-    total = field("prompt_tokens")
-    if not isinstance(total, int) or isinstance(total, bool):
-        parts = [field(name) for name in _USAGE_PARTS]
-        numbers = [p for p in parts if isinstance(p, int) and not isinstance(p, bool)]
-        total = sum(numbers) if isinstance(parts[0], int) else None
-    return total if isinstance(total, int) and total >= 0 else None
 
 
 def _with_headers(body: dict[str, Any], headers: Mapping[str, str], client: Any) -> dict[str, Any]:

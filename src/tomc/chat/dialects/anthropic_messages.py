@@ -29,7 +29,7 @@ from ..conversation import (
     ToolOutput,
     pairing_problems,
 )
-from .base import PassThrough, as_mapping, canonical_digest
+from .base import BaseDialect, PassThrough, as_mapping, canonical_digest
 
 __all__ = ["BINDING_BETA", "AnthropicMessages", "is_compaction_request"]
 
@@ -78,7 +78,7 @@ def is_compaction_request(messages: Sequence[Any]) -> bool:
     )
 
 
-class AnthropicMessages:
+class AnthropicMessages(BaseDialect):
     """The Anthropic Messages dialect."""
 
     name: ClassVar[str] = "messages"
@@ -88,11 +88,7 @@ class AnthropicMessages:
     method_name: ClassVar[str] = "messages.create"
 
     def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
-        messages = request.get("messages")
-        if not isinstance(messages, list | tuple):
-            raise PassThrough(
-                "invalid_request", f"messages is a {type(messages).__name__}, not a list"
-            )
+        messages = self._list(request)
         if is_compaction_request(messages):
             raise PassThrough(
                 "agent_compaction", "the agent's own summarisation request passes through"
@@ -100,11 +96,7 @@ class AnthropicMessages:
         return messages
 
     def read(self, item: Any, index: int) -> tuple[Entry, str]:
-        message = as_mapping(item)
-        if message is None:
-            raise PassThrough(
-                "invalid_request", f"message {index} is a {type(item).__name__}, not a mapping"
-            )
+        message = self._mapping(item, index, "message")
         role = message.get("role")
         if role not in ("user", "assistant"):
             # Mid-conversation system messages have placement rules of their own (never first,
@@ -176,9 +168,6 @@ class AnthropicMessages:
     def memory_item(self, text: str, role: str) -> dict[str, Any]:
         return {"role": "user", "content": [{"type": "text", "text": text}]}
 
-    def with_items(self, request: Mapping[str, Any], items: list[Any]) -> dict[str, Any]:
-        return {**request, "messages": items}
-
     def pairing(self, entries: Sequence[Entry]) -> list[str]:
         return pairing_problems(entries, adjacent=True, allow_pending_tail=True)
 
@@ -231,19 +220,6 @@ class AnthropicMessages:
         return {**body, "thinking": {**thinking, "block_binding": binding}}, {
             "anthropic-beta": BINDING_BETA
         }
-
-    def prompt_tokens(self, response: Any) -> int | None:
-        usage = response.get("usage") if isinstance(response, Mapping) else None
-        if usage is None:
-            usage = getattr(response, "usage", None)
-        if usage is None:
-            return None
-        total = 0
-        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-            value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
-            if isinstance(value, int) and not isinstance(value, bool):
-                total += value
-        return total or None
 
     def endpoint(self, client: Any) -> Callable[..., Any] | None:
         create = getattr(getattr(client, "messages", None), "create", None)

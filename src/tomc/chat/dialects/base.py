@@ -16,7 +16,15 @@ from typing import Any, ClassVar, Protocol
 
 from ..conversation import Entry
 
-__all__ = ["Dialect", "PassThrough", "as_mapping", "canonical_digest", "part_text"]
+__all__ = [
+    "BaseDialect",
+    "Dialect",
+    "PassThrough",
+    "as_mapping",
+    "canonical_digest",
+    "part_text",
+    "prompt_size",
+]
 
 
 class PassThrough(Exception):
@@ -114,3 +122,67 @@ class Dialect(Protocol):
 
     def endpoint(self, client: Any) -> Callable[..., Any] | None:
         """The client's method that sends this format, or ``None`` when it has none."""
+
+
+_USAGE_PARTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def prompt_size(usage: Any) -> int | None:
+    """The prompt size a usage figure reports: an int; Chat Completions' ``prompt_tokens``;
+    Responses' ``input_tokens``; Anthropic's ``input_tokens`` plus its cache creation and cache
+    reads (there ``input_tokens`` is only the uncached remainder). Mappings or SDK objects."""
+
+    def field(name: str) -> Any:
+        return usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+
+    def number(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    if usage is None or isinstance(usage, bool):
+        return None
+    if isinstance(usage, int):
+        return usage if usage >= 0 else None
+    if number(field("prompt_tokens")):
+        return field("prompt_tokens")
+    parts = [field(name) for name in _USAGE_PARTS]
+    if not number(parts[0]):
+        return None
+    return sum(part for part in parts if number(part))
+
+
+class BaseDialect:
+    """What the three dialects share: splicing by ``items_key``, reading usage, no last rules."""
+
+    name: ClassVar[str]
+    items_key: ClassVar[str]
+
+    def _mapping(self, item: Any, index: int, what: str) -> dict[str, Any]:
+        data = as_mapping(item)
+        if data is None:
+            raise PassThrough(
+                "invalid_request", f"{what} {index} is a {type(item).__name__}, not a mapping"
+            )
+        return data
+
+    def _list(self, request: Mapping[str, Any]) -> Sequence[Any]:
+        items = request.get(self.items_key)
+        if not isinstance(items, list | tuple):
+            raise PassThrough(
+                "invalid_request", f"{self.items_key} is a {type(items).__name__}, not a list"
+            )
+        return items
+
+    def with_items(self, request: Mapping[str, Any], items: list[Any]) -> dict[str, Any]:
+        return {**request, self.items_key: items}
+
+    def finalize(
+        self,
+        body: dict[str, Any],
+        raw_after_change: Sequence[Entry],
+        thinking_prefix: str,
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        return body, {}
+
+    def prompt_tokens(self, response: Any) -> int | None:
+        usage = response.get("usage") if isinstance(response, Mapping) else None
+        return prompt_size(usage if usage is not None else getattr(response, "usage", None))

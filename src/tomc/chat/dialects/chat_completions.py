@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from ..conversation import ASSISTANT, INSTRUCTION, TOOL, USER, Entry, ToolCall, ToolOutput
 from ..conversation import pairing_problems as _pairing
-from .base import PassThrough, as_mapping, canonical_digest, part_text
+from .base import BaseDialect, PassThrough, canonical_digest, part_text
 
 __all__ = ["ChatCompletions", "check_tool_pairing"]
 
@@ -46,7 +46,7 @@ def _content(message: Mapping[str, Any]) -> tuple[str, str | None]:
     return "", f"content of type {type(content).__name__}"
 
 
-class ChatCompletions:
+class ChatCompletions(BaseDialect):
     """The Chat Completions dialect (``client.chat.completions.create``)."""
 
     name: ClassVar[str] = "chat"
@@ -56,19 +56,10 @@ class ChatCompletions:
     method_name: ClassVar[str] = "chat.completions.create"
 
     def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
-        messages = request.get("messages")
-        if not isinstance(messages, list | tuple):
-            raise PassThrough(
-                "invalid_request", f"messages is a {type(messages).__name__}, not a list"
-            )
-        return messages
+        return self._list(request)
 
     def read(self, item: Any, index: int) -> tuple[Entry, str]:
-        message = as_mapping(item)
-        if message is None:
-            raise PassThrough(
-                "invalid_request", f"message {index} is a {type(item).__name__}, not a mapping"
-            )
+        message = self._mapping(item, index, "message")
         role = message.get("role")
         text, blocker = _content(message)
         counted = [text]
@@ -134,28 +125,11 @@ class ChatCompletions:
     def memory_item(self, text: str, role: str) -> dict[str, Any]:
         return {"role": role, "content": text}
 
-    def with_items(self, request: Mapping[str, Any], items: list[Any]) -> dict[str, Any]:
-        return {**request, "messages": items}
-
     def pairing(self, entries: Sequence[Entry]) -> list[str]:
         return _pairing(entries, adjacent=True, allow_pending_tail=True)
 
     def validate(self, items: Sequence[Any]) -> list[str]:
         return check_tool_pairing(items)
-
-    def finalize(
-        self,
-        body: dict[str, Any],
-        raw_after_change: Sequence[Entry],
-        thinking_prefix: str,
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        return body, {}
-
-    def prompt_tokens(self, response: Any) -> int | None:
-        usage = response.get("usage") if isinstance(response, Mapping) else None
-        if usage is None:
-            usage = getattr(response, "usage", None)
-        return _usage_field(usage, "prompt_tokens")
 
     def endpoint(self, client: Any) -> Callable[..., Any] | None:
         completions = getattr(getattr(client, "chat", None), "completions", None)
@@ -177,12 +151,3 @@ def check_tool_pairing(messages: Sequence[Any], *, allow_pending_tail: bool = Fa
     except PassThrough as exc:
         return [exc.reason]
     return _pairing(entries, adjacent=True, allow_pending_tail=allow_pending_tail)
-
-
-def _usage_field(usage: Any, name: str) -> int | None:
-    if usage is None:
-        return None
-    if isinstance(usage, int) and not isinstance(usage, bool):
-        return usage
-    value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -27,7 +27,7 @@ from ..conversation import (
     ToolOutput,
     pairing_problems,
 )
-from .base import PassThrough, as_mapping, canonical_digest, part_text
+from .base import BaseDialect, PassThrough, as_mapping, canonical_digest, part_text
 
 __all__ = ["OpenAIResponses"]
 
@@ -59,7 +59,7 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-class OpenAIResponses:
+class OpenAIResponses(BaseDialect):
     """The OpenAI Responses dialect."""
 
     name: ClassVar[str] = "responses"
@@ -74,11 +74,9 @@ class OpenAIResponses:
                 raise PassThrough(
                     "server_history", f"the request carries {key}: history is on the server"
                 )
-        items = request.get("input")
-        if isinstance(items, str):
-            return [{"role": "user", "content": items}]
-        if not isinstance(items, list | tuple):
-            raise PassThrough("invalid_request", f"input is a {type(items).__name__}, not a list")
+        if isinstance(request.get("input"), str):
+            return [{"role": "user", "content": request["input"]}]
+        items = self._list(request)
         if items and (as_mapping(items[-1]) or {}).get("type") == "compaction_trigger":
             raise PassThrough(
                 "agent_compaction", "the agent's own compaction request passes through"
@@ -86,11 +84,7 @@ class OpenAIResponses:
         return items
 
     def read(self, item: Any, index: int) -> tuple[Entry, str]:
-        data = as_mapping(item)
-        if data is None:
-            raise PassThrough(
-                "invalid_request", f"input item {index} is a {type(item).__name__}, not a mapping"
-            )
+        data = self._mapping(item, index, "input item")
         kind = data.get("type", "message")
         digest = canonical_digest(data)
         if kind == "message":
@@ -141,9 +135,6 @@ class OpenAIResponses:
     def memory_item(self, text: str, role: str) -> dict[str, Any]:
         return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
 
-    def with_items(self, request: Mapping[str, Any], items: list[Any]) -> dict[str, Any]:
-        return {**request, "input": items}
-
     def pairing(self, entries: Sequence[Entry]) -> list[str]:
         return pairing_problems(entries, adjacent=False, allow_pending_tail=True)
 
@@ -158,25 +149,6 @@ class OpenAIResponses:
         if entries and entries[-1].kind == REASONING:
             problems.append(f"item {len(entries) - 1}: a reasoning item with nothing after it")
         return problems
-
-    def finalize(
-        self,
-        body: dict[str, Any],
-        raw_after_change: Sequence[Entry],
-        thinking_prefix: str,
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        return body, {}
-
-    def prompt_tokens(self, response: Any) -> int | None:
-        usage = response.get("usage") if isinstance(response, Mapping) else None
-        if usage is None:
-            usage = getattr(response, "usage", None)
-        value = (
-            usage.get("input_tokens")
-            if isinstance(usage, Mapping)
-            else getattr(usage, "input_tokens", None)
-        )
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def endpoint(self, client: Any) -> Callable[..., Any] | None:
         create = getattr(getattr(client, "responses", None), "create", None)
