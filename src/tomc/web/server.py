@@ -1,4 +1,4 @@
-"""Serving the inspector: uvicorn (plain h11, asyncio) on a socket bound up front.
+"""Serving an app (the inspector, the gateway): uvicorn on asyncio, on a socket bound up front.
 
 :func:`make_server` binds the socket at once (so a taken port is an ``OSError`` right there and
 ``port=0`` has a known port), then :meth:`InspectorServer.run` serves in the foreground (what
