@@ -103,3 +103,30 @@ def test_recent_work_is_preferred_when_the_budget_is_tight():
     memory = build(entries, budget=120)
     kept = sections(memory.text)
     assert max(kept) == 30 and 1 not in kept
+
+
+def test_exact_records_come_first_when_the_task_asks_for_them():
+    from tomc.chat.layout import WORK
+    from tomc.chat.memory import build_region_memory
+
+    entries = group(0, "cat deploy.cfg", "deploy_target = staging\nregion = eu") + group(
+        1, "grep target app.log", "rollback_target copies deploy_target\nstarted ok"
+    )
+    entries += group(2, "cat deploy.cfg", "deploy_target = production")
+
+    def build(task: str) -> str:
+        return build_region_memory(
+            entries,
+            kind=WORK,
+            task=task,
+            focus=(),
+            later=(),
+            budget=400,
+            meter=METER,
+            strategy="tomc_raw",
+        ).text
+
+    asked = build("What is the current value of rollback_target?").splitlines()
+    assert asked[1].startswith("STATE rollback_target = staging (")  # right after the header
+    plain = build("Why did the deploy start?").splitlines()
+    assert not any(line.startswith("STATE ") for line in plain)

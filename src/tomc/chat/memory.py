@@ -32,6 +32,10 @@ WORK_HEADER = (
     "lines appear under the call that produced them, in their original order; a line that is "
     "missing here was left out, not absent.]"
 )
+#: At most this share of a work memory goes to exact records (when the task asks for them): an
+#: agent's next step mostly needs the output lines, and code lines such as ``x = compute()``
+#: read as assignments. On the real trajectories, tomc_raw's 42% cost rebuilds for no evidence.
+WORK_RECORD_SHARE = 0.25
 HISTORY_WORK_HEADER = (
     "[TOMC memory of {count} earlier items, from before the current task, with {calls} tool "
     "calls, compiled on the CPU. Kept output lines appear under the call that produced them, in "
@@ -51,7 +55,8 @@ def entry_text(entry: Entry) -> str:
     """A faithful text rendering of one entry: its text, tool calls and results."""
     lines = [entry.text] if entry.text else []
     lines.extend(f"[tool call {c.id}] {c.name}({c.arguments})" for c in entry.calls)
-    lines.extend(f"[tool result {o.call_id}] {o.text}" for o in entry.outputs)
+    # The marker gets its own line, so an output's first line parses like any other.
+    lines.extend(f"[tool result {o.call_id}]\n{o.text}" for o in entry.outputs)
     return "\n".join(lines)
 
 
@@ -71,10 +76,26 @@ def build_region_memory(
     """One memory for ``entries`` within ``budget`` tokens of ``meter``."""
     content = [entry for entry in entries if entry.kind != INSTRUCTION]
     has_tools = any(entry.calls or entry.kind == TOOL for entry in content)
+    # The compiler refuses NUL bytes as binary data; in a tool's output they are shown escaped.
+    history = [
+        {"role": entry.role, "content": entry_text(entry).replace("\x00", "\\x00")}
+        for entry in content
+    ]
+    compile_fn = compiler or compile_memory
     if kind == WORK or has_tools:
         calls = sum(len(entry.calls) for entry in content)
         template = WORK_HEADER if kind == WORK else HISTORY_WORK_HEADER
         header = template.format(count=len(content), calls=calls)
+        if strategy in ("tomc", "tomc_raw"):
+            # Exact records first when the task asks for them (a value, a relation, a count);
+            # they count against the budget like the lines that follow.
+            share = budget if strategy == "tomc" else math.floor(budget * WORK_RECORD_SHARE)
+            counter, room = _compiler_room(meter, share)
+            records = compile_fn(
+                history, task, budget_tokens=max(0, room), strategy="tomc", counter=counter
+            )
+            if records.route != "raw" and records.compiled_memory:
+                header = f"{header}\n{records.compiled_memory.rstrip()}"
         later_text = "\n".join(entry_text(entry) for entry in later)
         memory = build_work_memory(
             content,
@@ -88,14 +109,16 @@ def build_region_memory(
         )
         return RegionMemory(memory.text, "work")
     header = HISTORY_HEADER.format(count=len(content)) + "\n"
-    history = [{"role": entry.role, "content": entry_text(entry)} for entry in content]
-    room = budget - meter.count(header)
-    if meter.exact:
-        counter: Any = meter.counter
-    else:
-        # The compiler counts lexically; the meter adds its safety factor on top.
-        counter, room = "lexical", math.floor(room / meter.factor)
-    result = (compiler or compile_memory)(
+    counter, room = _compiler_room(meter, budget - meter.count(header))
+    result = compile_fn(
         history, task, budget_tokens=max(0, room), strategy=strategy, counter=counter
     )
     return RegionMemory(header + result.compiled_memory, result.applied_strategy)
+
+
+def _compiler_room(meter: TokenMeter, tokens: int) -> tuple[Any, int]:
+    """The counter and budget to give the compiler for ``tokens`` of the meter."""
+    if meter.exact:
+        return meter.counter, tokens
+    # The compiler counts lexically; the meter adds its safety factor on top.
+    return "lexical", math.floor(tokens / meter.factor)
