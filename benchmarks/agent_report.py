@@ -216,7 +216,26 @@ def _dialect_notes(report: Report) -> list[str]:
         "same counts, so every column means the same in every format; `chat` is the `tomc` "
         "row above. Prepare ms is `prepare_request` alone, conversion excluded. Conversion "
         f"notes: {'; '.join(notes) if notes else 'none (every request converted exactly)'}.",
+        *(_CAUSES if any(not c.identical for c in report.comparisons.values()) else []),
     ]
+
+
+_CAUSES = [
+    "- Why a format can differ from chat, as found when this comparison was added (a replay "
+    "with the session's per-item counts and `keep_recent_messages` patched to chat's units "
+    "matched chat exactly in Responses and everywhere but `thinking_bound` in Messages, at "
+    "every window): (1) the session's own count of a request depends on its format, since each "
+    "dialect counts other text for the same content (a tool result as id then text or text then "
+    "id; the system prompt as an item or inside the JSON of `system` and the tools; the tool "
+    "schemas in each format's JSON; a Responses assistant turn with text as two items, each with "
+    "its framing constant), so a request near the fit limit, a budget share or the reuse limit "
+    "lands on the other side; (2) `keep_recent_messages` counts items, and a Responses turn is "
+    "up to three (message, `function_call`, `function_call_output`) where chat has two "
+    "messages, so fewer recent steps stay raw and one more tool call is compiled; (3) the "
+    "trajectory with `reasoning_content` carries it as signed `thinking` blocks, which Anthropic "
+    "binds to the prefix before them: by default such a rewrite passes through "
+    "(`thinking_bound`), over the window when the window is small.",
+]
 
 
 def _calibration(cal: dict[str, Any]) -> list[str]:

@@ -324,8 +324,9 @@ class RequestConverter:
 
     Every source message (and every run of tool results) is converted once, cached by object
     identity; the cache keeps its sources alive, so an id is never reused while it is cached.
-    ``back`` returns the very source messages for items a session sent unchanged, and reads
-    anything else (a memory item) with :func:`messages_to_chat` / :func:`responses_to_chat`.
+    ``back`` returns the very source messages for items a session sent unchanged (when their
+    conversion is exact: reading the items back gives the sources), and reads anything else (a
+    memory item, a lossy conversion) with :func:`messages_to_chat` / :func:`responses_to_chat`.
     ``chat`` converts nothing: the request goes out as it is.
     """
 
@@ -440,8 +441,11 @@ class RequestConverter:
         else:
             items = _responses_items(sources[0], where, self.reasoning, notes)
         self._cache[id(sources[0])] = (sources, caller, items)
-        for item in items:
-            self._origin[id(item)] = (item, items, sources)
+        if self._read(list(items)) == list(sources):
+            # Only an exact conversion may come back as its sources; a lossy one (a dropped
+            # field, reordered results) comes back as what was actually sent.
+            for item in items:
+                self._origin[id(item)] = (item, items, sources)
         return items
 
     # -- backward

@@ -343,6 +343,16 @@ def test_converter_reuses_items_and_gives_back_the_source_messages(dialect: str)
     assert sent_back[1] is messages[1] and sent_back[3] is messages[5]
 
 
+@pytest.mark.parametrize("dialect", ["messages", "responses"])
+def test_a_lossy_conversion_comes_back_as_what_was_sent(dialect: str) -> None:
+    messages = conversation()
+    converter = dc.RequestConverter(dialect, reasoning="drop")
+    sent_back = converter.back(converter.body(request(messages)))
+    assert sent_back[9] is not messages[9]
+    assert sent_back[9] == {k: v for k, v in messages[9].items() if k != "reasoning_content"}
+    assert all(a is b for a, b in zip(sent_back[:9], messages[:9], strict=True))
+
+
 def test_converter_options() -> None:
     converter = dc.RequestConverter("messages")
     body = converter.body(request(conversation()[:2], temperature=0.2, tool_choice="auto"))
