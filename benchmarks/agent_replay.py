@@ -256,6 +256,9 @@ class Tomc:
     MODEL = "replay"
     ENCODING: str | None = "o200k_base"
 
+    #: Extra AutomaticChatSession arguments for an ablation (``--session``).
+    SESSION_OPTIONS: Mapping[str, Any] = {}
+
     def __init__(
         self,
         prepared: Prepared,
@@ -273,7 +276,9 @@ class Tomc:
         if self.ENCODING:
             profile["encoding"] = self.ENCODING
         self.session = AutomaticChatSession(
-            deployment_context_limit=window, model_profiles={self.MODEL: profile}
+            deployment_context_limit=window,
+            model_profiles={self.MODEL: profile},
+            **self.SESSION_OPTIONS,
         )
 
     def __call__(self, request: list[Any]) -> Outcome:
@@ -775,7 +780,15 @@ def main(argv: list[str] | None = None) -> int:
         "(native), or left out (drop)",
     )
     parser.add_argument("--json", action="store_true", help="machine-readable rows instead")
+    parser.add_argument(
+        "--session",
+        type=json.loads,
+        default={},
+        help="extra AutomaticChatSession arguments for the tomc methods, as JSON "
+        '(an ablation, e.g. \'{"work_query": "task"}\')',
+    )
     args = parser.parse_args(argv)
+    Tomc.SESSION_OPTIONS = args.session
     windows = args.windows or (QUICK_WINDOWS if args.quick else WINDOWS)
     dialects = args.dialects or (QUICK_DIALECTS if args.quick else DIALECT_NAMES)
     try:

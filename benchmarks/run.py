@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 import tomc
 from benchmarks import baselines, locomo, workloads
-from tomc.counters import LEXICAL_PATTERN
+from tomc.lexicon import LEXICAL_PATTERN
 
 OUT = Path(__file__).resolve().parent
 STRATEGIES = ("tomc", "tomc_raw", "rag", "auto")
@@ -32,30 +32,46 @@ SHARES = (0.1, 0.2, 0.4, 0.8)
 
 
 def best_time(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
+    return best_times([fn], repeat)[0]
+
+
+def best_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:
+    """Best wall time of each function, run in turn ``repeat`` times, so that a ratio of two
+    is measured under the same machine load (the machine is shared)."""
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - started)
+        for k, fn in enumerate(fns):
+            started = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - started)
     return best
 
 
-def speed(sizes: list[int], repeat: int) -> list[dict]:
+#: Scaling fixtures: the seed's state/log history (1 operation line in 8) and a mixed history
+#: (every other line a SET, COPY or relation edge).
+SPEED_FIXTURES = {"state_log": workloads.state_log, "mixed_log": workloads.mixed_log}
+
+
+def speed(fixture: str, sizes: list[int], repeat: int) -> list[dict]:
     rows = []
-    for size in tqdm(sizes, desc="speed", file=sys.stderr):
-        case = workloads.state_log(size)
+    make = SPEED_FIXTURES[fixture]
+    for size in tqdm(sizes, desc=f"speed {fixture}", file=sys.stderr):
+        case = make(size)
         lines = baselines.lines_of(case.history)
         budget = int(0.8 * size)
-        floor = best_time(lambda c=case: LEXICAL_PATTERN.findall(c.history), repeat)
-        compile_s = best_time(
-            lambda c=case, b=budget: tomc.compile_memory(c.history, c.task, budget_tokens=b), repeat
+        floor, compile_s = best_times(
+            [
+                lambda c=case: LEXICAL_PATTERN.findall(c.history),
+                lambda c=case, b=budget: tomc.compile_memory(c.history, c.task, budget_tokens=b),
+            ],
+            repeat,
         )
         bm25s_s = best_time(
             lambda ls=lines, c=case, b=budget: baselines.bm25s_select(ls, c.task, b),
             max(1, repeat // 2),
         )
         probe = subprocess.run(
-            [sys.executable, "-m", "benchmarks.rss_probe", str(size)],
+            [sys.executable, "-m", "benchmarks.rss_probe", fixture, str(size)],
             capture_output=True,
             text=True,
             check=True,
@@ -73,6 +89,32 @@ def speed(sizes: list[int], repeat: int) -> list[dict]:
                 "x_bm25s": compile_s / bm25s_s,
                 "peak_mb": rss["peak_mb"],
                 "retained": rss["ok"],
+            }
+        )
+    return rows
+
+
+def chain_speed(lengths: list[int], repeat: int) -> list[dict]:
+    """``V0 = 1`` then ``V{i} copies V{i-1}``: replay must stay linear in the chain length."""
+    rows = []
+    for n in tqdm(lengths, desc="copy chain", file=sys.stderr):
+        case = workloads.copy_chain(n)
+        floor, compile_s = best_times(
+            [
+                lambda c=case: LEXICAL_PATTERN.findall(c.history),
+                lambda c=case: tomc.compile_memory(c.history, c.task),
+            ],
+            repeat,
+        )
+        memory = tomc.compile_memory(case.history, case.task).compiled_memory
+        rows.append(
+            {
+                "lines": n,
+                "floor_s": floor,
+                "compile_s": compile_s,
+                "x_floor": compile_s / floor,
+                "us_per_line": compile_s / n * 1e6,
+                "retained": case.retained(memory),
             }
         )
     return rows
@@ -217,7 +259,7 @@ def agent_loop_section(quick: bool) -> list[str]:
         limit=agent_replay.QUICK_TRAJECTORIES if quick else None,
         dialects=agent_replay.QUICK_DIALECTS if quick else agent_replay.DIALECT_NAMES,
     )
-    from benchmarks import request_overhead
+    from benchmarks import gateway_load, request_overhead
 
     overhead = request_overhead.measure(100_000 if quick else 1_000_000)
     return [
@@ -232,11 +274,45 @@ def agent_loop_section(quick: bool) -> list[str]:
         "the frozen memory, beside one `json.dumps` of the same messages.",
         "",
         *request_overhead.to_markdown(overhead),
+        "",
+        "### The gateway under load",
+        "",
+        "`python -m benchmarks.gateway_load` (also part of this run):",
+        "",
+        *gateway_load.to_markdown(gateway_load.measure(50 if quick else 200)),
     ]
 
 
+def _speed_table(rows: list[dict]) -> list[str]:
+    out = [
+        "| tokens | chars | floor s | tomc_raw s | x floor | bm25s s | x bm25s | peak RSS MB "
+        "| answer kept |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['tokens']:,} | {r['chars']:,} | {r['floor_s']:.4f} | {r['compile_s']:.4f} | "
+            f"{r['x_floor']:.2f} | {r['bm25s_s']:.4f} | {r['x_bm25s']:.2f} | {r['peak_mb']:.0f} | "
+            f"{'yes' if r['retained'] else 'NO'} |"
+        )
+    by_size = {r["tokens"]: r for r in rows}
+    if 100_000 in by_size and 1_000_000 in by_size:
+        ratio = by_size[1_000_000]["compile_s"] / by_size[100_000]["compile_s"]
+        out += ["", f"time(1M) / time(100K) = {ratio:.1f} (linear would be 10)."]
+    return out
+
+
 def render(
-    speed_rows, table, loco, n_questions, skipped, sim_lines, agent_lines, quick, elapsed
+    speed_rows,
+    chain_rows,
+    table,
+    loco,
+    n_questions,
+    skipped,
+    sim_lines,
+    agent_lines,
+    quick,
+    elapsed,
 ) -> str:
     out = [
         "# Benchmark results",
@@ -246,24 +322,28 @@ def render(
         f"2 cores; whole run {elapsed:.0f} s. Times are the best of several runs of one "
         "compilation in-process: CPU/compiler timings, not provider latency or billing.",
         "",
-        "## Speed and scale (state/log fixture, `tomc_raw`, 80% budget)",
+        "## Speed and scale (`tomc_raw`, 80% budget)",
         "",
         "The floor is one pass of the lexical tokenizer's regular expression over the same text.",
         "",
-        "| tokens | chars | floor s | tomc_raw s | x floor | bm25s s | x bm25s | peak RSS MB "
-        "| answer kept |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "### State/log fixture (one operation line in eight)",
+        "",
+        *_speed_table(speed_rows["state_log"]),
+        "",
+        "### Mixed fixture (every other line a SET, COPY or relation edge)",
+        "",
+        *_speed_table(speed_rows["mixed_log"]),
+        "",
+        "### Copy chain (`V0 = 1`, then `V{i} copies V{i-1}`; default budget)",
+        "",
+        "| lines | floor s | tomc_raw s | x floor | µs per line | answer kept |",
+        "|---:|---:|---:|---:|---:|:---:|",
     ]
-    for r in speed_rows:
+    for r in chain_rows:
         out.append(
-            f"| {r['tokens']:,} | {r['chars']:,} | {r['floor_s']:.4f} | {r['compile_s']:.4f} | "
-            f"{r['x_floor']:.2f} | {r['bm25s_s']:.4f} | {r['x_bm25s']:.2f} | {r['peak_mb']:.0f} | "
-            f"{'yes' if r['retained'] else 'NO'} |"
+            f"| {r['lines']:,} | {r['floor_s']:.4f} | {r['compile_s']:.4f} | {r['x_floor']:.2f} | "
+            f"{r['us_per_line']:.1f} | {'yes' if r['retained'] else 'NO'} |"
         )
-    by_size = {r["tokens"]: r for r in speed_rows}
-    if 100_000 in by_size and 1_000_000 in by_size:
-        ratio = by_size[1_000_000]["compile_s"] / by_size[100_000]["compile_s"]
-        out += ["", f"time(1M) / time(100K) = {ratio:.1f} (linear would be 10)."]
     out += [
         "",
         "![latency](latency.png)",
@@ -325,17 +405,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     sizes = [1_000, 10_000, 100_000] if args.quick else [1_000, 10_000, 20_000, 100_000, 1_000_000]
-    speed_rows = speed(sizes, 3 if args.quick else 5)
+    repeat = 3 if args.quick else 7
+    speed_rows = {name: speed(name, sizes, repeat) for name in SPEED_FIXTURES}
+    chain_lengths = [10_000, 40_000] if args.quick else [10_000, 40_000, 100_000]
+    chain_rows = chain_speed(chain_lengths, repeat)
     table = retention(args.quick)
     loco, n_questions, skipped = locomo_recall(args.quick)
     sim_lines = simulator_section(args.quick)
     agent_lines = agent_loop_section(args.quick)
     # A quick run writes beside the committed full results, never over them.
     suffix = "-quick" if args.quick else ""
-    plot_latency(speed_rows, OUT / f"latency{suffix}.png")
+    plot_latency(speed_rows["state_log"], OUT / f"latency{suffix}.png")
     plot_retention(table, OUT / f"retention{suffix}.png")
     text = render(
         speed_rows,
+        chain_rows,
         table,
         loco,
         n_questions,

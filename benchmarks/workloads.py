@@ -58,6 +58,25 @@ def _log_line(rng: random.Random, i: int) -> str:
     )
 
 
+def _value_question(
+    family: str,
+    lines: list[str],
+    values: dict[str, str],
+    chains: dict[str, list[str]],
+    target: str,
+    tokens: int,
+) -> Case:
+    """Ask for ``target``'s current value: its record, or every line of its copy chain."""
+    return Case(
+        family,
+        "\n".join(lines),
+        f"What is the current value of {target}?",
+        (f"STATE {target} = {values[target]} ",),
+        tuple(chains[target]),
+        {"tokens": tokens},
+    )
+
+
 def state_log(tokens: int, seed: int = 0) -> Case:
     """The seed's state/log fixture: SET/COPY lines mixed with log chatter (about 1 in 8)."""
     rng = random.Random(seed)
@@ -85,15 +104,7 @@ def state_log(tokens: int, seed: int = 0) -> Case:
         lines.append(line)
         total += counter.count(line)
         i += 1
-    target = rng.choice(sorted(values))
-    return Case(
-        "state_log",
-        "\n".join(lines),
-        f"What is the current value of {target}?",
-        (f"STATE {target} = {values[target]} ",),
-        tuple(chains[target]),
-        {"tokens": total},
-    )
+    return _value_question("state_log", lines, values, chains, rng.choice(sorted(values)), total)
 
 
 def _noise(rng: random.Random) -> str:
@@ -237,3 +248,56 @@ def relation_chains(n_people: int, labels: int, seed: int = 0) -> Case:
 
 def load_locomo(path: Path) -> list[dict]:
     return json.loads(path.read_text())
+
+
+def mixed_log(tokens: int, seed: int = 0) -> Case:
+    """A mixed history: every other line an operation (SET, COPY or a relation edge), the rest
+    log chatter and dialogue. Harder on the compiler than :func:`state_log` (1 line in 8)."""
+    rng = random.Random(seed)
+    counter = LexicalCounter()
+    names = [f"{w}_{k}" for w in _WORDS[:50] for k in range(4)]
+    people = [f"{w}.{s}" for w in _WORDS[:30] for s in ("dev", "ops")]
+    teams = [f"team-{w}" for w in _WORDS[20:45]]
+    lines: list[str] = []
+    values: dict[str, str] = {}
+    chains: dict[str, list[str]] = {}
+    total = 0
+    i = 0
+    while total < tokens:
+        roll = rng.random()
+        if i % 2 == 1 and roll < 0.4:
+            name = rng.choice(names)
+            values[name] = str(rng.randrange(100_000))
+            line = f"{name} = {values[name]}"
+            chains[name] = [line]
+        elif i % 2 == 1 and roll < 0.7 and values:
+            name, source = rng.choice(names), rng.choice(sorted(values))
+            line = f"{name} copies {source}"
+            values[name] = values[source]
+            chains[name] = [*chains[source], line]
+        elif i % 2 == 1:
+            label = rng.choice(("assigned", "owns", "reviews"))
+            line = f"{rng.choice(people)} -[{label}]-> {rng.choice(teams)}"
+        elif roll < 0.5:
+            line = _log_line(rng, i)
+        else:
+            speaker = rng.choice(people)
+            line = f"{speaker}: {_noise(rng)} ({rng.choice(_WORDS)} {rng.choice(_WORDS)})"
+        lines.append(line)
+        total += counter.count(line)
+        i += 1
+    return _value_question("mixed_log", lines, values, chains, rng.choice(sorted(values)), total)
+
+
+def copy_chain(lines: int) -> Case:
+    """``V0 = 1`` then ``V{i} copies V{i-1}``: every copy's provenance is the whole chain so far."""
+    history = "\n".join(["V0 = 1", *(f"V{i} copies V{i - 1}" for i in range(1, lines))])
+    last = f"V{lines - 1}"
+    return Case(
+        "copy_chain",
+        history,
+        f"What is the current value of {last}?",
+        (f"STATE {last} = 1 ",),
+        tuple(history.splitlines()),
+        {"lines": lines},
+    )

@@ -10,7 +10,7 @@ from typing import Any
 import httpx2
 import openai
 
-from fake_openai_server import FakeChatServer
+from fake_providers import FakeProvider
 
 SYSTEM = {"role": "system", "content": "You are a careful build engineer. Answer briefly."}
 
@@ -69,7 +69,7 @@ def history_tokens(history: list[dict[str, Any]]) -> int:
 
 
 @contextmanager
-def openai_client(server: FakeChatServer) -> Iterator[openai.OpenAI]:
+def openai_client(server: FakeProvider) -> Iterator[openai.OpenAI]:
     """The real SDK client pointed at the fake server."""
     # trust_env=False: loopback only, whatever proxy the environment configures.
     with httpx2.Client(trust_env=False) as http:

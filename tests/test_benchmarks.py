@@ -12,6 +12,8 @@ from benchmarks import baselines, workloads
     "case",
     [
         workloads.state_log(3_000, 1),
+        workloads.mixed_log(3_000, 1),
+        workloads.copy_chain(300),
         workloads.variable_tracking(5, 100, 2),
         workloads.variable_tracking(5, 100, 2, reassign=True),
         workloads.counting(200, 3),
@@ -36,6 +38,7 @@ def test_cases_are_consistent(case: workloads.Case) -> None:
 
 def test_generators_are_deterministic() -> None:
     assert workloads.state_log(2_000, 7) == workloads.state_log(2_000, 7)
+    assert workloads.mixed_log(2_000, 7) == workloads.mixed_log(2_000, 7)
     assert workloads.relation_chains(20, 4, 1) == workloads.relation_chains(20, 4, 1)
 
 

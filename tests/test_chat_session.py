@@ -18,18 +18,18 @@ from chat_fixtures import (
     openai_client,
     tool_turn,
 )
-from fake_openai_server import FakeChatServer
+from fake_providers import FakeProvider, Usage
 from tomc.chat import AutomaticChatSession, check_tool_pairing
 
 
 @pytest.fixture
-def server() -> Iterator[FakeChatServer]:
-    with FakeChatServer() as fake:
+def server() -> Iterator[FakeProvider]:
+    with FakeProvider() as fake:
         yield fake
 
 
 @pytest.fixture
-def client(server: FakeChatServer) -> Iterator[openai.OpenAI]:
+def client(server: FakeProvider) -> Iterator[openai.OpenAI]:
     with openai_client(server) as sdk:
         yield sdk
 
@@ -110,11 +110,11 @@ def test_stream_is_returned_unconsumed_and_chunk_identical(server, client):
     assert session.last_decision.action == "compiled"
     assert session.last_decision.context_hint is not None
     chunks = [chunk.to_dict() for chunk in stream]  # the session has not read any of it
-    sent = [json.loads(event[len(b"data: ") :]) for event in server.sent_events[-1][:-1]]
-    assert server.sent_events[-1][-1] == b"data: [DONE]\n\n"
+    sent = [json.loads(event[len(b"data: ") :]) for event in server.last.sent[:-1]]
+    assert server.last.sent[-1] == b"data: [DONE]\n\n"
     assert chunks == sent
     assert "".join(c["choices"][0]["delta"].get("content", "") for c in sent if c["choices"]) == (
-        server.reply
+        server.reply.text
     )
 
 
@@ -273,7 +273,11 @@ def test_unsupported_histories_pass_through_unchanged(server, client, mutate, ex
     history = agent_history(24)
     mutate(history)
     session = small_window_session(agent_history(24))
-    session.create(client, model="m", messages=history)
+    if expected == "pairing_broken":  # the provider rejects it, as it would without the session
+        with pytest.raises(openai.BadRequestError, match="tool"):
+            session.create(client, model="m", messages=history)
+    else:
+        session.create(client, model="m", messages=history)
     decision = session.last_decision
     assert (decision.action, decision.code) == ("passthrough", expected)
     assert server.requests[-1].body["messages"] == json.loads(json.dumps(history))
@@ -347,7 +351,7 @@ def test_backoff_never_sends_an_over_window_request():
 
 
 def test_usage_from_a_non_streaming_response_is_the_next_hint(server, client):
-    server.prompt_tokens = 777
+    server.configure(usage=Usage(input_tokens=777))
     session = AutomaticChatSession(deployment_context_limit=10**6)
     history = agent_history(2)
     session.create(client, model="m", messages=history)

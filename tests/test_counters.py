@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tomc import BpeCounter, InvalidOptionError, LexicalCounter, default_budget, get_counter
-from tomc.errors import CounterUnavailableError
+from tomc import InvalidOptionError, LexicalCounter, default_budget, get_counter
+from tomc.counters import CHARS_PER_TOKEN_FLOOR, safe_cost
 
 
 @pytest.mark.parametrize(
@@ -32,56 +32,11 @@ def test_lexical_counter_is_additive_over_lines(rows: list[str]) -> None:
     )
 
 
-def test_bpe_counter_ships_vocabulary_and_is_additive_over_rows() -> None:
-    pytest.importorskip("bpe_openai")
-    counter = get_counter("bpe:o200k_base")
-    assert counter.name == "bpe:o200k_base"
-    assert counter.count("hello world") == 2
-    rows = ["STATE A = 8 (u2)", "    indented = code", "tail...", "中文。", "x" * 50, "a  b  "]
-    assert counter.count("".join(r + "\n" for r in rows)) == sum(
-        counter.count(r + "\n") for r in rows
-    )
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.lists(
-        st.text(
-            alphabet=st.characters(blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
-            min_size=1,
-            max_size=25,
-        ).filter(lambda r: not r[0].isspace()),
-        max_size=8,
-    )
-)
-def test_bpe_additivity_property(rows: list[str]) -> None:
-    pytest.importorskip("bpe_openai")
-    counter = get_counter("bpe:cl100k_base")
-    assert counter.count("".join(r + "\n" for r in rows)) == sum(
-        counter.count(r + "\n") for r in rows
-    )
-
-
 def test_counter_errors() -> None:
     with pytest.raises(InvalidOptionError, match="bpe:o200k_base"):
         get_counter("bpe:p50k")
     with pytest.raises(InvalidOptionError):
         get_counter(3)  # type: ignore[arg-type]
-
-
-def test_missing_bpe_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    import builtins
-
-    real_import = builtins.__import__
-
-    def fake_import(name, *args, **kwargs):
-        if name == "bpe_openai":
-            raise ImportError("no module")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
-    with pytest.raises(CounterUnavailableError, match=r"tomc\[bpe\]"):
-        BpeCounter("o200k_base")
 
 
 @pytest.mark.parametrize(
@@ -103,3 +58,28 @@ def test_default_budget_slides_monotonically() -> None:
     ratios = [default_budget(n) / n for n in (20_000, 50_000, 200_000, 500_000)]
     assert all(0.6 < r < 0.8 for r in ratios)
     assert ratios == sorted(ratios, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "cost"),
+    [
+        ("hello world", 2),  # ordinary text: the lexical count
+        ("x" * 80, 10),  # an unbroken run: one token per 8 characters
+        ("x" * 81, 11),
+        ("    indented = 1", 3),  # white space at the ends does not count towards the floor
+        ("a" * 16 + "\n" + "b" * 16 + "\n\n   \n", 4),  # per line, so additive over lines
+        ("中文" * 10, 20),  # CJK characters are one token each already
+        ("", 0),
+    ],
+)
+def test_safe_cost_floors_lexical_counts_by_characters(text: str, cost: int) -> None:
+    assert safe_cost("lexical", text) == cost == safe_cost(LexicalCounter(), text)
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40)))
+def test_safe_cost_is_additive_over_lines_and_at_least_the_count(lines: list[str]) -> None:
+    rows = [line for row in lines for line in row.splitlines()]
+    text = "".join(row + "\n" for row in rows)
+    assert safe_cost("lexical", text) == sum(safe_cost("lexical", row) for row in rows)
+    assert safe_cost("lexical", text) >= LexicalCounter().count(text)
+    assert safe_cost("lexical", text) * CHARS_PER_TOKEN_FLOOR >= sum(len(r.strip()) for r in rows)

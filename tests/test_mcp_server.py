@@ -206,6 +206,7 @@ def test_inspect_sources_reports_kept_omitted_and_cited(home: Path) -> None:
     cited = {source["text"] for source in out["cited_sources"]}
     # backup_target = prod is supported by the later SET of deploy_target and the COPY line.
     assert {"deploy_target = prod", "backup_target copies deploy_target"} <= cited
+
     # The same report as the library's inspector, apart from the measured latency.
     def steady(report: str) -> list[str]:
         return [line for line in report.splitlines() if not line.startswith("latency:")]
@@ -306,9 +307,7 @@ def test_prepare_context_reads_a_json_chat_string_as_chat(home: Path) -> None:
             client, "inspect_sources", history=messages, task="B?", strategy="tomc"
         )
         # A JSON document that is not a chat list is source text like any other.
-        doc = await call(
-            client, "prepare_context", history=document, task="owner?", strategy="rag"
-        )
+        doc = await call(client, "prepare_context", history=document, task="owner?", strategy="rag")
         return as_text, as_list, doc
 
     as_text, as_list, doc = run_in_process(home, body)

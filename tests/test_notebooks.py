@@ -427,9 +427,7 @@ def test_a_corrupt_store_is_a_clear_error(tmp_path: Path) -> None:
     assert issubclass(NotebookStoreError, TomcError)
 
 
-@pytest.mark.skipif(
-    os.name != "posix" or os.geteuid() == 0, reason="root ignores file permissions"
-)
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root ignores file permissions")
 def test_an_unwritable_home_is_a_clear_error(tmp_path: Path) -> None:
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)

@@ -285,9 +285,7 @@ def test_a_pasted_chat_list_counts_its_message_text(laptop: Session) -> None:
     # as the server counts it.
     text = "z" * LIMIT
     paste(page, "#history", json.dumps([{"role": "user", "content": text, "name": "n" * 50}]))
-    expect(page.locator("#char-count")).to_have_text(
-        "200,000 / 200,000 characters (message text)"
-    )
+    expect(page.locator("#char-count")).to_have_text("200,000 / 200,000 characters (message text)")
     expect(page.locator("#limit-message")).to_be_hidden()
     page.fill("#task", "z?")
     page.fill("#budget", "5")

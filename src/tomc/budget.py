@@ -1,12 +1,21 @@
-"""The default memory budget."""
+"""The default memory budget, and the ceiling on any budget."""
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["MIN_BUDGET", "default_budget", "default_budget_ratio"]
+__all__ = [
+    "MAX_BUDGET_TOKENS",
+    "MIN_BUDGET",
+    "clamp_budget",
+    "default_budget",
+    "default_budget_ratio",
+]
 
 MIN_BUDGET = 1024
+#: Budgets above this (a trillion tokens, far beyond any context window) are treated as this,
+#: so any int works and the record share stays exact in floating point.
+MAX_BUDGET_TOKENS = 10**12
 _FLAT_UNTIL = 10_000
 _SLIDE_UNTIL = 1_000_000
 _HIGH, _LOW = 0.80, 0.60
@@ -27,3 +36,8 @@ def default_budget(input_tokens: int) -> int:
     if input_tokens < 0:
         raise ValueError("input_tokens must be >= 0")
     return max(MIN_BUDGET, math.floor(input_tokens * default_budget_ratio(input_tokens)))
+
+
+def clamp_budget(budget: int) -> int:
+    """``budget`` limited to :data:`MAX_BUDGET_TOKENS` (what a result then reports)."""
+    return min(budget, MAX_BUDGET_TOKENS)

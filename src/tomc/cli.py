@@ -276,9 +276,11 @@ def simulate_command(quick: bool, locomo: str | None, no_locomo: bool, as_json: 
 
 
 def _register_gateway() -> None:
-    from .gateway.commands import gateway_group
+    from .gateway.commands import gateway_group, restore_direct_command, run_command
 
     main.add_command(gateway_group)
+    main.add_command(run_command)
+    main.add_command(restore_direct_command)
 
 
 _register_gateway()

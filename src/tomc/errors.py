@@ -8,9 +8,12 @@ status, MCP tool error), so the same problem reads the same everywhere.
 from __future__ import annotations
 
 __all__ = [
+    "AgentNotFoundError",
     "BudgetError",
     "CompiledMemoryRefusedError",
+    "CounterError",
     "CounterUnavailableError",
+    "GatewayError",
     "InputTooLargeError",
     "InvalidHistoryError",
     "InvalidOptionError",
@@ -47,7 +50,11 @@ class InputTooLargeError(InvalidHistoryError):
         super().__init__(f"{message}; {hint}" if hint else message)
 
 
-class CounterUnavailableError(TomcError, RuntimeError):
+class CounterError(TomcError, RuntimeError):
+    """A token counter cannot count this text (its library refused it)."""
+
+
+class CounterUnavailableError(CounterError):
     """A token counter needs an optional dependency that is not installed."""
 
 
@@ -69,3 +76,12 @@ class NotebookStoreError(TomcError, RuntimeError):
 
 class UnsupportedClientError(TomcError, TypeError):
     """A model client the session cannot drive (async where sync is expected, no such method)."""
+
+
+class GatewayError(TomcError, RuntimeError):
+    """The local gateway or an agent's configuration cannot be used: no gateway answers, it
+    cannot start, or an agent's configuration file cannot be read, understood or written."""
+
+
+class AgentNotFoundError(GatewayError):
+    """``tomc run`` cannot find the agent's executable (``claude``, ``codex``)."""

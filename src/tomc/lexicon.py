@@ -1,17 +1,39 @@
-"""English lexical analysis shared by counting, routing and retrieval.
+"""Lexical analysis shared by counting, routing and retrieval: what a token is.
 
-Terms are lower-cased lexical tokens (see :mod:`tomc.counters`). The stemmer is a light
-suffix stripper whose stem is always a prefix of the word; retrieval relies on that to find
-every form of a query stem with one regular expression.
+A lexical token is a maximal run of word characters that are not CJK, one CJK character, or
+any other single non-space character (:data:`LEXICAL_PATTERN`); terms are lower-cased tokens
+without the punctuation (:data:`WORD_PATTERN`). The stemmer is a light suffix stripper whose
+stem is always a prefix of the word; retrieval relies on that to find every form of a query
+stem with one regular expression.
 """
 
 from __future__ import annotations
 
 import re
 
-from .counters import _CJK
+__all__ = [
+    "CJK_CHAR",
+    "CJK_RANGES",
+    "CJK_STOP_CHARS",
+    "LEXICAL_PATTERN",
+    "STOPWORDS",
+    "WORD_PATTERN",
+    "is_content_word",
+    "query_terms",
+    "stem",
+    "word_tokens",
+]
 
-__all__ = ["STOPWORDS", "WORD_PATTERN", "is_content_word", "query_terms", "stem", "word_tokens"]
+#: CJK ideographs (with extensions and compatibility forms), kana and hangul, as the body of a
+#: regular-expression character class: each such character is one token.
+CJK_RANGES = (
+    "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\uff66-\uff9f"
+    "\U00020000-\U0003134f"
+)
+#: A maximal run of non-CJK word characters | one CJK character | any other non-space character.
+LEXICAL_PATTERN = re.compile(rf"[^\W{CJK_RANGES}]+|[{CJK_RANGES}]|[^\w\s]")
+CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")
 
 STOPWORDS = frozenset(
     """
@@ -31,7 +53,7 @@ STOPWORDS = frozenset(
 )
 
 # Word runs and single CJK characters, as in the lexical counter, but no punctuation.
-WORD_PATTERN = re.compile(rf"[^\W{_CJK}]+|[{_CJK}]")
+WORD_PATTERN = re.compile(rf"[^\W{CJK_RANGES}]+|[{CJK_RANGES}]")
 _SUFFIXES = ("ingly", "edly", "ings", "ing", "ied", "ies", "ed", "es", "ly", "s", "e", "y")
 _NO_UNDOUBLE = frozenset("lsz")
 

@@ -15,9 +15,18 @@ the shape of an operation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-__all__ = ["Copy", "Operation", "Relation", "Set", "parse_operation"]
+__all__ = [
+    "Copy",
+    "Operation",
+    "Program",
+    "Relation",
+    "Set",
+    "parse_operation",
+    "parse_program",
+]
 
 # Dots only inside a name, so a sentence-final period is not part of it.
 _NAME = r"[^\W\d][\w\-]*(?:\.[\w\-]+)*"
@@ -78,3 +87,35 @@ def parse_operation(line: str) -> Operation | None:
         if match:
             return Relation(match[1], match[2], match[3])
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """The operations of a history, each with the index of the source unit that states it."""
+
+    state_ops: list[tuple[int, Set | Copy]] = field(default_factory=list)
+    relations: list[tuple[int, Relation]] = field(default_factory=list)
+
+    @property
+    def variables(self) -> set[str]:
+        return {op.name if type(op) is Set else op.target for _, op in self.state_ops}
+
+    @property
+    def labels(self) -> set[str]:
+        return {rel.label for _, rel in self.relations}
+
+
+def parse_program(texts: Iterable[str]) -> Program:
+    """Parse every source line; plain text lines are left out."""
+    program = Program()
+    state_ops, relations = program.state_ops, program.relations
+    for index, text in enumerate(texts):
+        # The substring tests of parse_operation, inline: most lines are plain text.
+        if "=" in text or "copies" in text or "]->" in text:
+            op = parse_operation(text)
+            if op is not None:
+                if type(op) is Relation:
+                    relations.append((index, op))
+                else:
+                    state_ops.append((index, op))
+    return program

@@ -1,18 +1,19 @@
 """Line-level BM25 over source units for one query.
 
-Only the query's terms matter for one query, so instead of indexing every token this scans each
-line once with a pattern that finds the query terms' surface forms (a stem is always a prefix
-of its words) and re-stems the few matches to confirm them. Cost is one regex pass per line.
+Only the query's terms matter for one query, so instead of indexing every token this scans the
+text once with a pattern that finds the query terms' surface forms (a stem is always a prefix
+of its words) and re-stems the few matches to confirm them.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from .counters import _CJK
-from .lexicon import stem
+from .lexicon import CJK_RANGES, stem
 
 __all__ = ["BM25_B", "BM25_K1", "NEIGHBOUR_WEIGHT", "bm25_scores", "spread_to_neighbours"]
 
@@ -24,13 +25,21 @@ BM25_B = 0.75
 NEIGHBOUR_WEIGHT = 0.3
 
 
+_WORD_CHAR = re.compile(rf"[^\W{CJK_RANGES}]")
+
+
 def _surface_pattern(terms: Sequence[str]) -> re.Pattern[str]:
-    cjk = sorted(t for t in terms if len(t) == 1 and re.fullmatch(f"[{_CJK}]", t))
+    """Every surface form of the terms: a word starting with a stem, or a CJK character.
+
+    Alternatives come first, so the regex engine skips positions whose character cannot
+    start a term; whether a word match starts a word is checked afterwards.
+    """
+    cjk = sorted(t for t in terms if len(t) == 1 and re.fullmatch(f"[{CJK_RANGES}]", t))
     words = sorted((t for t in terms if t not in cjk), key=lambda t: (-len(t), t))
     parts = []
     if words:
         alternatives = "|".join(map(re.escape, words))
-        parts.append(rf"(?<![^\W{_CJK}])(?:{alternatives})[^\W{_CJK}]*")
+        parts.append(rf"(?:{alternatives})[^\W{CJK_RANGES}]*")
     if cjk:
         parts.append("[" + "".join(cjk) + "]")
     return re.compile("|".join(parts))
@@ -39,28 +48,36 @@ def _surface_pattern(terms: Sequence[str]) -> re.Pattern[str]:
 def term_frequencies(
     texts: Sequence[str], terms: Sequence[str]
 ) -> list[tuple[int, dict[str, int]]]:
-    """``(line index, {term: tf})`` for every line that contains a query term."""
+    """``(line index, {term: tf})`` for every line that contains a query term, in order.
+
+    One pass over all lines joined: lines are found from match offsets.
+    """
     if not terms:
         return []
     wanted = frozenset(terms)
-    pattern = _surface_pattern(terms)
+    joined = "\n".join(texts)
+    lowered = joined.lower()
+    if len(lowered) == len(joined):  # lower() never shortens, so no line changed length
+        lengths: Iterable[int] = map(len, texts)
+    else:
+        lowered = "\n".join(text.lower() for text in texts)
+        lengths = (len(text.lower()) for text in texts)
+    starts = [0, *itertools.accumulate(length + 1 for length in lengths)]
+    word_char = _WORD_CHAR.match
     stems: dict[str, str] = {}
-    hits: list[tuple[int, dict[str, int]]] = []
-    findall = pattern.findall
-    for index, text in enumerate(texts):
-        found = findall(text.lower())
-        if not found:
-            continue
-        tf: dict[str, int] = {}
-        for surface in found:
-            term = stems.get(surface)
-            if term is None:
-                term = stems[surface] = stem(surface)
-            if term in wanted:
-                tf[term] = tf.get(term, 0) + 1
-        if tf:
-            hits.append((index, tf))
-    return hits
+    by_line: dict[int, dict[str, int]] = {}
+    for match in _surface_pattern(terms).finditer(lowered):
+        at = match.start()
+        surface = match.group()
+        if at and word_char(lowered, at - 1) and word_char(surface):
+            continue  # inside a longer word (a CJK character is a word of its own)
+        term = stems.get(surface)
+        if term is None:
+            term = stems[surface] = stem(surface)
+        if term in wanted:
+            tf = by_line.setdefault(bisect.bisect_right(starts, at) - 1, {})
+            tf[term] = tf.get(term, 0) + 1
+    return list(by_line.items())
 
 
 def bm25_scores(

@@ -1,8 +1,17 @@
 """Routing: which kind of record a task asks for, and which cue decided it.
 
-Precedence: a reference predicate (``relation: a > b``), then count cues, relation cues, state
-cues (English, Chinese, or a variable the history defines), then wording cues. A task with no
-cue is a plain retrieval question (route ``raw``).
+Cues are English words or Chinese phrases (Simplified and Traditional). Precedence:
+
+1. a reference predicate (``relation: a > b``): relation;
+2. a frequency cue ("how many times", "how often", 几次/幾次, 次数/次數, 统计/統計): count;
+3. a plain quantity cue ("how many", "count", 多少, 多少个/多少個): count, unless the task
+   names a variable or asks for a value (``温度现在是多少？`` asks for 温度's value);
+4. a relation cue ("related to", 关系/關係): relation;
+5. a variable the history defines, named in the task: state;
+6. a value cue ("value of", 当前值/當前值, 的值) when the history has variables: state;
+7. a relation label the history uses, named in the task: relation;
+8. a state cue ("current", 现在/現在, 目前) when the history has variables: state;
+9. otherwise raw; wording cues ("exactly", 原话/原話) mark any route wording-sensitive.
 """
 
 from __future__ import annotations
@@ -11,53 +20,83 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from .counters import _CJK
-from .lexicon import CJK_STOP_CHARS, STOPWORDS, word_tokens
+from .counting import terms_named_in
+from .mentions import TaskMentions
 
 __all__ = ["Route", "route_task"]
 
-_PREDICATE = re.compile(r"relation\s*[:：]\s*([^\n;?]+)", re.IGNORECASE)
-_COUNT_EN = re.compile(
-    r"\bhow\s+(?:many|often)\b|\bcount(?:s|ed|ing)?\b|\bnumber\s+of\s+(?:times|occurrences|mentions)\b"
-    r"|\bmost\s+(?:common|frequent)\b|\boccurrences?\b|\bfrequenc(?:y|ies)\b|\btally\b",
-    re.IGNORECASE,
-)
-_RELATION_EN = re.compile(
-    r"\brelations?(?:hips?)?\b|\brelated\s+to\b|\bconnected\s+to\b|\bpath\s+from\b|\blinks?\s+to\b",
-    re.IGNORECASE,
-)
-_STATE_EN = re.compile(
-    r"\bvalue\s+of\b|\bvalues?\b|\bcurrent(?:ly)?\b|\bfinal\b|\blatest\b|\bset\s+to\b"
-    r"|\bwhich\s+variables?\b|\bvariables?\b",
-    re.IGNORECASE,
-)
-_WORDING_EN = re.compile(
-    r"\bexact(?:ly)?\b|\bverbatim\b|\bquot(?:e|ed|es|ation)\b|\bword(?:ing|ed)?\b|\bphras(?:e|ed|ing)\b"
-    r"|\bliterally\b|\bwhat\s+did\s+\w+\s+(?:say|write|reply|answer)\b",
-    re.IGNORECASE,
-)
-_COUNT_ZH = ("多少次", "几次", "次数", "多少", "统计", "计数", "频率", "出现")
-_STATE_ZH = ("当前", "目前", "现在", "最终", "最后", "值")
-_RELATION_ZH = ("关系", "关联", "路径")
-_WORDING_ZH = ("原话", "原文", "逐字", "措辞", "怎么说")
+# The predicate runs to the end of its clause; labels are separated by ">" (or "->", "＞", "→").
+_PREDICATE = re.compile(r"relation\s*[:：]\s*([^\n;；?？!！。]+)", re.IGNORECASE)
+_LABEL_SEPARATOR = re.compile(r"\s*(?:->|[>＞→])\s*")
+# Where an unknown label's text stops: sentence punctuation, a closing bracket or a quote.
+_LABEL_END = re.compile(r"[.,，、:)）\]」』\"“”]")
 
-# Words that phrase a counting question rather than name what to count.
-_COUNT_FRAME = frozenset(
-    """
-    how many often times time count counts counted counting number numbers occurrence
-    occurrences occur occurs occurred appear appears appeared appearing mention mentions
-    mentioned word words term terms token tokens total common frequent frequency most top list
-    text history conversation log logs line lines above below whole entire show give tell find
-    does did do is are was were the in of
-    """.split()
-)
-_TASK_WORD = re.compile(r"\w[\w\-]*(?:\.[\w\-]+)*")
-_QUOTED = re.compile(r"[\"“”'‘’「『]([^\"“”'‘’「」『』]{1,80})[\"“”'‘’」』]")
-_CJK_RUN = re.compile(f"[{_CJK}]+")
-_ZH_FRAME = re.compile(
-    "多少次|几次|次数|多少|统计|计数|频率|出现了|出现|一共|总共|文本|历史|中|里|了|的|词|字|个|是|在|有"
-)
 
+@dataclass(frozen=True, slots=True)
+class _Cues:
+    """English patterns and Chinese phrases (Simplified and Traditional) of one kind of cue."""
+
+    english: re.Pattern[str] | None
+    chinese: tuple[str, ...] = ()
+    not_inside: tuple[str, ...] = ()  # longer words that contain a cue without meaning it
+
+    def find(self, task: str) -> str | None:
+        """The first cue in ``task``, described for a route reason."""
+        match = self.english.search(task) if self.english else None
+        if match:
+            return f"English cue '{match.group(0).lower()}'"
+        for word in self.not_inside:
+            task = task.replace(word, " ")
+        for cue in self.chinese:
+            if cue in task:
+                return f"Chinese cue '{cue}'"
+        return None
+
+
+def _english(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+_FREQUENCY = _Cues(
+    _english(
+        r"\bhow\s+many\s+times\b|\bhow\s+often\b|\bnumber\s+of\s+(?:times|occurrences|mentions)\b"
+        r"|\bmost\s+(?:common|frequent)\b|\boccurrences?\b|\bfrequenc(?:y|ies)\b|\btally\b"
+    ),
+    (
+        "多少次", "几次", "幾次", "次数", "次數", "统计", "統計", "计数", "計數", "频率", "頻率",
+        "最常", "出现最多", "出現最多",
+    ),
+)
+_QUANTITY = _Cues(
+    _english(r"\bhow\s+many\b|\bcount(?:s|ed|ing)?\b|\btop\s+\d+"),
+    ("多少个", "多少個", "几个", "幾個", "一共", "总共", "總共", "多少"),
+)
+_RELATION = _Cues(
+    _english(
+        r"\brelations?(?:hips?)?\b|\brelated\s+to\b|\bconnected\s+to\b|\bpath\s+from\b"
+        r"|\blinks?\s+to\b"
+    ),
+    ("关系", "關係", "关联", "關聯", "路径", "路徑"),
+)
+_VALUE = _Cues(
+    _english(r"\b(?:current|final|latest)\s+value\b|\bvalue\s+of\b|\bset\s+to\b"),
+    ("当前值", "當前值", "的值", "什么值", "什麼值", "最终值", "最終值"),
+)
+_STATE = _Cues(
+    _english(
+        r"\bvalues?\b|\bcurrent(?:ly)?\b|\bfinal\b|\blatest\b|\bnow\b|\bwhich\s+variables?\b"
+        r"|\bvariables?\b"
+    ),
+    ("当前", "當前", "目前", "现在", "現在", "最终", "最終", "最后", "最後", "值"),
+    ("出现在", "出現在"),  # "appears in/at": 出现 + 在, not 现在 ("now")
+)
+_WORDING = _Cues(
+    _english(
+        r"\bexact(?:ly)?\b|\bverbatim\b|\bquot(?:e|ed|es|ation)\b|\bword(?:ing|ed)?\b"
+        r"|\bphras(?:e|ed|ing)\b|\bliterally\b|\bwhat\s+did\s+\w+\s+(?:say|write|reply|answer)\b"
+    ),
+    ("原话", "原話", "原文", "逐字", "措辞", "措辭", "怎么说", "怎麼說"),
+)
 
 @dataclass(frozen=True, slots=True)
 class Route:
@@ -71,88 +110,85 @@ class Route:
     wants_top_terms: bool
 
 
-def _first_cue(task: str, pattern: re.Pattern[str], chinese: tuple[str, ...]) -> str | None:
-    match = pattern.search(task)
-    if match:
-        return f"English cue '{match.group(0).lower()}'"
-    for cue in chinese:
-        if cue in task:
-            return f"Chinese cue '{cue}'"
-    return None
+def _continues(char: str) -> bool:
+    """Whether ``char`` continues a word (so a label cannot end before it)."""
+    return char.isalnum() or char in "_-"
 
 
-def requested_labels(task: str) -> tuple[str, ...]:
-    """Labels of a ``relation: a > b`` predicate, in order."""
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def requested_labels(task: str, known: Collection[str] = ()) -> tuple[str, ...]:
+    """Labels of a ``relation: a > b`` predicate, in order, even inside a sentence.
+
+    Each label is the longest relation label of the history (``known``) that the text at its
+    place starts with, or else that text up to sentence punctuation. A label followed by more
+    words ends the predicate: "relation: assigned > owns, which archive ..." asks for
+    ``assigned > owns``.
+    """
     match = _PREDICATE.search(task)
     if not match:
         return ()
-    return tuple(part.strip() for part in re.split(r"[>＞]|->", match[1]) if part.strip())
-
-
-def count_terms_of(task: str) -> tuple[str, ...]:
-    """What a counting task names: quoted terms, else its content words and CJK phrases."""
-    quoted = [q.strip().lower() for q in _QUOTED.findall(task) if q.strip()]
-    if quoted:
-        return tuple(dict.fromkeys(quoted))
-    terms: list[str] = []
-    for token in word_tokens(_CJK_RUN.sub(" ", task)):
-        if token in STOPWORDS or token in _COUNT_FRAME or token.isdigit():
-            continue
-        terms.append(token)
-    for run in _CJK_RUN.findall(task):
-        for piece in _ZH_FRAME.split(run):
-            if len(piece) >= 2 or (piece and piece not in CJK_STOP_CHARS):
-                terms.append(piece)
-    return tuple(dict.fromkeys(terms))
-
-
-def names_in_task(names: Collection[str], raw_words: set[str], task_words: set[str]) -> list[str]:
-    """Variable names the task mentions; stopword-like names ("a", "it") only in exact case."""
-    found = []
-    for name in names:
-        folded = name.casefold()
-        if name in raw_words or (folded in task_words and folded not in STOPWORDS):
-            found.append(name)
-    return found
-
-
-def task_words(task: str) -> tuple[set[str], set[str]]:
-    """The task's identifier-like words, as written and case-folded."""
-    raw = set(_TASK_WORD.findall(task))
-    return raw, {word.casefold() for word in raw}
+    by_length = sorted({_fold(label): label for label in known}.items(), key=lambda kv: -len(kv[0]))
+    labels: list[str] = []
+    for part in _LABEL_SEPARATOR.split(match[1].strip()):
+        folded = _fold(part)
+        label, rest = None, ""
+        for name, spelling in by_length:
+            if folded == name or (folded.startswith(name) and not _continues(folded[len(name)])):
+                label, rest = spelling, folded[len(name) :].strip()
+                break
+        if label is None:
+            head = _LABEL_END.split(part, maxsplit=1)
+            label, rest = head[0].strip(), (head[1].strip() if len(head) > 1 else "")
+        if not label:
+            break
+        labels.append(label)
+        if rest:  # the sentence goes on: this was the last label
+            break
+    return tuple(labels)
 
 
 def route_task(task: str, variables: Collection[str], labels: Collection[str]) -> Route:
     """Pick the route for ``task`` given the variable names and relation labels in the history."""
-    wording = _first_cue(task, _WORDING_EN, _WORDING_ZH)
-    predicate = requested_labels(task)
-    count_cue = _first_cue(task, _COUNT_EN, _COUNT_ZH)
+    wording = _WORDING.find(task)
+    predicate = requested_labels(task, labels)
     wants_top = bool(re.search(r"\bmost\s+(?:common|frequent)\b|\btop\s+\d+", task, re.I)) or (
         "最常" in task or "最多" in task
     )
 
     def make(route: str, reason: str) -> Route:
-        terms = count_terms_of(task) if route == "count" else ()
+        terms = terms_named_in(task) if route == "count" else ()
         return Route(
             route, reason, wording is not None, predicate, terms, wants_top and route == "count"
         )
 
     if predicate:
         return make("relation", f"reference predicate 'relation: {' > '.join(predicate)}'")
-    if count_cue:
-        return make("count", count_cue)
-    relation_cue = _first_cue(task, _RELATION_EN, _RELATION_ZH)
+    frequency = _FREQUENCY.find(task)
+    if frequency:
+        return make("count", frequency)
+    mentions = TaskMentions(task)
+    named_vars = mentions.variables(sorted(variables))
+    value = _VALUE.find(task) if variables else None
+    quantity = _QUANTITY.find(task)
+    if quantity and not named_vars and not value:
+        return make("count", quantity)
+    # A quantity cue that lost to a named variable or a value cue is named in the reason.
+    over = f" (over the count cue {quantity.split(' ', 2)[2]})" if quantity else ""
+    relation_cue = _RELATION.find(task)
     if relation_cue:
         return make("relation", relation_cue)
-    raw_words, folded_words = task_words(task)
-    named_labels = sorted(label for label in labels if label.casefold() in folded_words)
-    state_cue = _first_cue(task, _STATE_EN, _STATE_ZH)
-    named_vars = names_in_task(variables, raw_words, folded_words)
     if named_vars:
-        return make("state", f"task names variable '{named_vars[0]}'")
+        return make("state", f"task names variable '{named_vars[0]}'{over}")
+    if value:
+        return make("state", f"{value}{over}")
+    named_labels = sorted(label for label in labels if mentions.label(label))
     if named_labels:
         return make("relation", f"task names relation label '{named_labels[0]}'")
-    if state_cue and variables:
+    state_cue = _STATE.find(task) if variables else None
+    if state_cue:
         return make("state", state_cue)
     if wording:
         return make("raw", f"wording cue ({wording}): source text is kept verbatim")

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Any
 from .compiler import STRATEGIES, compile_memory
 from .counters import COUNTER_NAMES, get_counter
 from .errors import (
+    AgentNotFoundError,
     BudgetError,
     CounterUnavailableError,
+    GatewayError,
     InputTooLargeError,
     InvalidHistoryError,
     InvalidOptionError,
@@ -328,13 +330,17 @@ EXIT_INTERNAL = 4
 #: Every deliberate error, mapped once: ``(error type, HTTP status, CLI exit code)``. The
 #: first matching row wins, so subclasses come before their bases. Exit code 1: the request
 #: was refused (change it); 3: the environment is missing something (a store folder, an
-#: optional extra); 4: TOMC failed. Click's own usage errors exit with 2. The MCP server
+#: optional extra, a gateway that answers, a configuration file it can write); 4: TOMC failed;
+#: 127: ``tomc run`` found no agent to run (a shell's "command not found", so that it cannot be
+#: taken for the agent's own exit code). Click's own usage errors exit with 2. The MCP server
 #: returns every one of them as a tool error carrying the same message.
 ERROR_TABLE: tuple[tuple[type[TomcError], int, int], ...] = (
     (InputTooLargeError, 413, 1),
     (NotebookNotFoundError, 404, 1),
     (NotebookStoreError, 503, 3),
     (CounterUnavailableError, 501, 3),
+    (AgentNotFoundError, 503, 127),
+    (GatewayError, 503, 3),
     (BudgetError, 500, EXIT_INTERNAL),
     (TomcError, 400, 1),  # invalid history or option, compiled memory refused as source
 )

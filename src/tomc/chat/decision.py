@@ -17,6 +17,7 @@ CODES: dict[str, str] = {
     "unknown_model": "no profile and no deployment_context_limit: no capacity is assumed",
     "native_pause": "the host is compacting natively",
     "native_cooldown": "a native compaction just completed; a few requests pass through",
+    "agent_compaction": "the agent's own compaction request (it summarises its history itself)",
     "backoff": "a context-size hint first crossed a back-off threshold",
     "unsupported_content": "content that cannot be compiled (image, file, unknown item) would be",
     "no_shrink": "the compiled request would not be smaller",

@@ -12,6 +12,7 @@ are approximated by the per-item and per-call constants below.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -78,6 +79,12 @@ class TokenMeter:
         self.factor = min(MAX_LEARNED_MARGIN, max(self.factor, self.factor * reported / estimated))
 
 
+@functools.lru_cache(maxsize=4)
+def _bpe(encoding: str) -> BpeCounter:
+    # Loading a vocabulary builds its rank tables (about 0.1 s); every session shares one.
+    return BpeCounter(encoding)
+
+
 def meter_for(encoding: str | None) -> TokenMeter:
     """The meter for a model whose profile names ``encoding`` (or none).
 
@@ -86,7 +93,7 @@ def meter_for(encoding: str | None) -> TokenMeter:
     estimate with its calibrated margin and character floor.
     """
     try:
-        counter = BpeCounter(encoding or "o200k_base")
+        counter = _bpe(encoding or "o200k_base")
     except CounterUnavailableError:
         return TokenMeter(LexicalCounter(), exact=False, factor=LEXICAL_MARGIN)
     if encoding:

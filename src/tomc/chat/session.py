@@ -15,7 +15,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..budget import MIN_BUDGET, default_budget
@@ -23,10 +23,13 @@ from ..errors import InvalidOptionError, UnsupportedClientError
 from .conversation import INSTRUCTION, Entry
 from .decision import Decision
 from .dialects import DIALECTS, Dialect, PassThrough, dialect_for
+from .items import ItemCache
 from .layout import HISTORY, Layout, Region, plan_layout
 from .memory import build_region_memory
-from .meter import CALL_OVERHEAD, ITEM_OVERHEAD, TokenMeter, meter_for
+from .meter import ITEM_OVERHEAD, TokenMeter, meter_for
 from .native import NativeEvent, NativeState, read_native_event
+from .plan import Frozen, Pass, RequestPlan, Segment, share, view_entries
+from .plan import view as build_view
 from .profiles import ModelProfile, ProfileTable, effective_window
 
 __all__ = ["AutomaticChatSession", "PreparedRequest"]
@@ -46,89 +49,6 @@ class PreparedRequest:
     body: dict[str, Any]
     decision: Decision
     headers: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class _Segment:
-    """A region replaced by one memory item."""
-
-    region: Region
-    item: Any
-    entry: Entry
-    text: str
-    tokens: int
-    budget: int
-    compiled: int
-    strategy: str
-    latency_s: float
-
-
-@dataclass(frozen=True)
-class _Frozen:
-    """The memory in use: its segments and the entries it stands for (compared by identity)."""
-
-    segments: tuple[_Segment, ...]
-    entries: tuple[Entry, ...]
-    explicit_budget: int | None
-    built_request: int
-    built_len: int
-    dialect: str
-
-
-class _Pass(Exception):
-    def __init__(self, code: str, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-
-
-class _ItemCache:
-    """Per-item reads of the previous request, so a request costs about its new items.
-
-    Items are compared with a structural snapshot taken when they were read (containers copied,
-    strings shared): an unchanged item compares equal at C speed, and an item edited in place
-    or replaced reads again. Objects that are not dicts or lists (SDK models) compare by identity.
-    """
-
-    def __init__(self) -> None:
-        self.key: tuple[str, int] | None = None
-        self.snapshots: list[Any] = []
-        self.entries: list[Entry] = []
-
-    def read(self, dialect: Dialect, meter: TokenMeter, items: Sequence[Any]) -> list[Entry]:
-        key = (dialect.name, id(meter))
-        if key != self.key:
-            self.key, self.snapshots, self.entries = key, [], []
-        same = 0
-        limit = min(len(items), len(self.snapshots))
-        snapshots = self.snapshots
-        while same < limit and _same(items[same], snapshots[same]):
-            same += 1
-        entries = self.entries[:same]
-        snapshots = snapshots[:same]
-        for index in range(same, len(items)):
-            item = items[index]
-            entry, counted = dialect.read(item, index)
-            structure = len(entry.calls) + len(entry.outputs)
-            tokens = meter.count(counted) + ITEM_OVERHEAD + CALL_OVERHEAD * structure
-            entries.append(replace(entry, tokens=tokens))
-            snapshots.append(_snapshot(item))
-        self.snapshots, self.entries = snapshots, entries
-        return entries
-
-
-def _snapshot(value: Any) -> Any:
-    if type(value) is dict:
-        return {key: _snapshot(item) for key, item in value.items()}
-    if type(value) is list:
-        return [_snapshot(item) for item in value]
-    return value
-
-
-def _same(item: Any, snapshot: Any) -> bool:
-    if type(item) is dict or type(item) is list:
-        return item == snapshot
-    return item is snapshot
 
 
 _LAST_DECISION: contextvars.ContextVar[Decision | None] = contextvars.ContextVar(
@@ -221,11 +141,11 @@ class AutomaticChatSession:
         self.rebuilds = 0
         self._compiler = compiler
         self._requests = 0
-        self._frozen: _Frozen | None = None
+        self._frozen: Frozen | None = None
         self._usage_hint: int | None = None
         self._thresholds_done: set[float] = set()
         self._native_epoch = 0
-        self._items = _ItemCache()
+        self._items = ItemCache()
         self._meters: dict[str | None, TokenMeter] = {}
         self._last_sent: tuple[int, TokenMeter] | None = None
         self._lock = threading.RLock()
@@ -269,7 +189,7 @@ class AutomaticChatSession:
             deployment_context_limit=deployment_context_limit,
             budget_tokens=budget_tokens,
         )
-        response = send(**_with_headers(prepared.body, prepared.headers))
+        response = send(**_with_headers(prepared.body, prepared.headers, client))
         if not options.get("stream"):
             # Reading usage from a finished response is free; a stream is left untouched.
             self.observe_usage(dialect.prompt_tokens(response))
@@ -301,7 +221,7 @@ class AutomaticChatSession:
             budget_tokens=budget_tokens,
         )
         _LAST_DECISION.set(prepared.decision)
-        response = await send(**_with_headers(prepared.body, prepared.headers))
+        response = await send(**_with_headers(prepared.body, prepared.headers, client))
         if not options.get("stream"):
             self.observe_usage(dialect.prompt_tokens(response))
         return response
@@ -346,15 +266,21 @@ class AutomaticChatSession:
         dialect = dialect_for(api or self.api, request)
         with self._lock:
             self._requests += 1
-            plan = _Plan(self, dialect, request)
+            plan = RequestPlan(
+                dialect,
+                request,
+                number=self._requests,
+                policy=self.refresh_policy,
+                default_reserve=self.output_reserve,
+            )
             try:
                 body, headers = self._decide(plan, task, deployment_context_limit, budget_tokens)
-            except (_Pass, PassThrough) as passed:
+            except (Pass, PassThrough) as passed:
                 plan.passthrough(passed.code, passed.reason)
                 if passed.code == "agent_compaction":
                     self._compacted(NativeEvent(dialect.name, "completed", passed.reason))
                 body, headers = dict(request) if not isinstance(request, dict) else request, {}
-            decision = plan.decision()
+            decision = plan.decision(self.rebuilds)
             self.decisions.append(decision)
             if plan.meter is not None:
                 self._last_sent = (plan.tokens_after, plan.meter)
@@ -374,14 +300,15 @@ class AutomaticChatSession:
     def observe_usage(self, usage: Any) -> None:
         """Record the provider's prompt size (an int, usage object or mapping) of the last request.
 
+        Chat Completions' ``prompt_tokens``; Responses' ``input_tokens``; Anthropic's
+        ``input_tokens`` plus its cache creation and cache reads (its ``input_tokens`` is only the
+        uncached remainder).
+
         It is the next request's context hint, and when it exceeds what the session estimated
         for that request, the estimate's safety factor rises to match.
         """
-        if isinstance(usage, Mapping):
-            usage = usage.get("prompt_tokens", usage.get("input_tokens"))
-        elif usage is not None and not isinstance(usage, int):
-            usage = getattr(usage, "prompt_tokens", None) or getattr(usage, "input_tokens", None)
-        if isinstance(usage, int) and not isinstance(usage, bool) and usage >= 0:
+        usage = _prompt_size(usage)
+        if usage is not None:
             with self._lock:
                 self._usage_hint = usage
                 if self._last_sent is not None:
@@ -441,7 +368,7 @@ class AutomaticChatSession:
 
     def _decide(
         self,
-        plan: _Plan,
+        plan: RequestPlan,
         task: str | None,
         deployment_limit: int | None,
         explicit_budget: int | None,
@@ -449,17 +376,18 @@ class AutomaticChatSession:
         gate = self.native.gate()  # every logical request counts toward pause and cooldown
         profile = self.profiles.get(plan.model) if isinstance(plan.model, str) else None
         plan.meter = self._meter(profile)
-        plan.read()
-        if gate is not None:
-            raise _Pass(*gate)
         limit = deployment_limit if deployment_limit is not None else self.deployment_context_limit
         window = effective_window(profile, limit)
-        if window is None:
-            raise _Pass(
+        if window is None:  # decided before reading anything: such a request costs nothing
+            raise Pass(
                 "unknown_model",
                 f"unknown model {plan.model!r}: no bundled profile and no "
                 "deployment_context_limit, so no capacity is assumed",
             )
+        # Read even while a native compaction pauses the session, so the item cache stays warm.
+        plan.read(self._items)
+        if gate is not None:
+            raise Pass(*gate)
         plan.window = window
         plan.fit_limit = window - plan.output_reserve
         self._backoff(plan)
@@ -467,7 +395,7 @@ class AutomaticChatSession:
         frozen = self._frozen
         why = "" if frozen is None else self._stale(frozen, plan, explicit)
         if frozen is not None and not why:
-            view, view_tokens = _view(plan, frozen.segments)
+            view, view_tokens = build_view(plan, frozen.segments)
             if view_tokens > plan.fit_limit:
                 why = f"reused view ({view_tokens:,} tokens) would not fit {plan.fit_limit:,}"
             elif self.refresh_policy == "cadence" and (
@@ -477,10 +405,11 @@ class AutomaticChatSession:
             elif grown := self._growth(plan, frozen.built_len):
                 why = grown
             else:
-                plan.use(frozen.segments, view_tokens, "reused", "frozen memory reused")
                 # Frozen segments stand for whole groups of a history that passed the pairing
                 # check, so the view needs no second check on reuse.
-                return self._finish(plan, view, frozen.segments, check=False)
+                finished = self._finish(plan, view, frozen.segments, check=False)
+                plan.use(frozen.segments, view_tokens, "reused", "frozen memory reused")
+                return finished
         if self.refresh_policy == "stable":
             fits = plan.tokens_before <= plan.fit_limit
             trigger = (
@@ -493,7 +422,7 @@ class AutomaticChatSession:
                 if why:
                     self._frozen = None
                 prefix = f"{why}; " if why else ""
-                raise _Pass(
+                raise Pass(
                     "fits",
                     f"{prefix}fits: {plan.tokens_before:,} of {plan.fit_limit:,} tokens "
                     "available; nothing rewritten (the stable policy keeps the full prefix)",
@@ -510,7 +439,7 @@ class AutomaticChatSession:
             meter = self._meters[encoding] = meter_for(encoding)
         return meter
 
-    def _backoff(self, plan: _Plan) -> None:
+    def _backoff(self, plan: RequestPlan) -> None:
         if self._usage_hint is not None:
             # Usage describes the previous request; it is used once, then estimates take over.
             plan.hint, plan.hint_source, self._usage_hint = self._usage_hint, "usage", None
@@ -530,10 +459,10 @@ class AutomaticChatSession:
             f"{max(crossed):.0%} of the effective window {window:,}"
         )
         if plan.tokens_before <= plan.fit_limit:
-            raise _Pass("backoff", reason)
+            raise Pass("backoff", reason)
         plan.notes.append(f"{reason}, but the unchanged request would not fit")
 
-    def _stale(self, frozen: _Frozen, plan: _Plan, explicit: int | None) -> str:
+    def _stale(self, frozen: Frozen, plan: RequestPlan, explicit: int | None) -> str:
         if frozen.dialect != plan.dialect.name:
             return "the request format changed"
         entries = plan.entries
@@ -545,7 +474,7 @@ class AutomaticChatSession:
             return "the explicit budget changed"
         return ""
 
-    def _growth(self, plan: _Plan, since: int) -> str:
+    def _growth(self, plan: RequestPlan, since: int) -> str:
         if self.stable_growth_tokens is None:
             return ""
         grown = sum(entry.tokens for entry in plan.entries[since:])
@@ -554,41 +483,43 @@ class AutomaticChatSession:
         return f"{grown:,} new history tokens (stable_growth_tokens={self.stable_growth_tokens:,})"
 
     def _build(
-        self, plan: _Plan, task: str | None, explicit: int | None, why: str
+        self, plan: RequestPlan, task: str | None, explicit: int | None, why: str
     ) -> tuple[dict[str, Any], dict[str, str]]:
         entries = plan.entries
         layout = plan_layout(entries, self.keep_recent_messages)
         task_text = task if task is not None else _task_text(entries, layout)
         if not layout.regions:
-            raise _Pass(
+            raise Pass(
                 "nothing_to_compile",
                 f"{why}; but everything left is protected (instructions, the task, the recent "
                 "items and pending tool protocol)",
             )
         if not task_text.strip():
-            raise _Pass("no_task", f"{why}; but there is no task (no user message, none given)")
+            raise Pass("no_task", f"{why}; but there is no task (no user message, none given)")
         segments = self._segments(plan, layout, task_text, explicit, why)
-        view, view_tokens = _view(plan, segments)
+        view, view_tokens = build_view(plan, segments)
         attempt = 1
         while view_tokens > plan.fit_limit and attempt < _FIT_ATTEMPTS:
             # A memory measured a little over its estimate (BPE is not additive across lines):
             # take the overflow off the largest segment and build it again.
             layout, segments = self._shrink(plan, layout, segments, view_tokens, task_text, why)
-            view, view_tokens = _view(plan, segments)
+            view, view_tokens = build_view(plan, segments)
             attempt += 1
         if view_tokens > plan.fit_limit:
-            raise _Pass(
+            raise Pass(
                 "cannot_fit",
                 f"{why}; but even the rewritten request ({view_tokens:,} tokens) would not fit "
                 f"{plan.fit_limit:,}",
             )
         if view_tokens >= plan.tokens_before:
-            raise _Pass(
+            raise Pass(
                 "no_shrink",
                 f"{why}; compilation did not shrink the request "
                 f"({plan.tokens_before:,} -> {view_tokens:,})",
             )
-        self._frozen = _Frozen(
+        # The format's last rules come first: a request they refuse freezes nothing.
+        finished = self._finish(plan, view, segments)
+        self._frozen = Frozen(
             segments=segments,
             entries=tuple(entries[: segments[-1].region.end]),
             explicit_budget=explicit,
@@ -598,23 +529,23 @@ class AutomaticChatSession:
         )
         self.rebuilds += 1
         plan.use(segments, view_tokens, "compiled", why)
-        return self._finish(plan, view, segments)
+        return finished
 
     def _segments(
-        self, plan: _Plan, layout: Layout, task: str, explicit: int | None, why: str
-    ) -> tuple[_Segment, ...]:
+        self, plan: RequestPlan, layout: Layout, task: str, explicit: int | None, why: str
+    ) -> tuple[Segment, ...]:
         entries = plan.entries
         for region in layout.regions:
             for index in range(region.start, region.end):
                 if entries[index].blocker:
-                    raise _Pass(
+                    raise Pass(
                         "unsupported_content",
                         f"{why}; but item {index} would need compiling and carries "
                         f"{entries[index].blocker}",
                     )
         budgets, reusable = self._budgets(plan, layout, explicit)
         if min(budgets) <= 0:
-            raise _Pass(
+            raise Pass(
                 "cannot_fit",
                 f"{why}; but protected items and the output reservation leave no room for a "
                 f"memory ({sum(budgets):,} tokens)",
@@ -628,8 +559,8 @@ class AutomaticChatSession:
         return tuple(segments)
 
     def _budgets(
-        self, plan: _Plan, layout: Layout, explicit: int | None
-    ) -> tuple[list[int], dict[Region, _Segment]]:
+        self, plan: RequestPlan, layout: Layout, explicit: int | None
+    ) -> tuple[list[int], dict[Region, Segment]]:
         """Memory budgets per region, and segments of the frozen memory that can stay as they are.
 
         Each region wants the compiler's default budget for its size. When the window constrains,
@@ -655,7 +586,7 @@ class AutomaticChatSession:
             wanted = [max(1, explicit * size // max(1, sum(sizes))) for size in sizes]
         else:
             wanted = [default_budget(size) for size in sizes]
-        reusable: dict[Region, _Segment] = {}
+        reusable: dict[Region, Segment] = {}
         frozen = self._frozen
         if frozen is not None and not self._stale(frozen, plan, explicit):
             for segment in frozen.segments:
@@ -668,16 +599,16 @@ class AutomaticChatSession:
         kept = sum(segment.tokens for segment in reusable.values())
         if reusable and room - kept >= min(MIN_BUDGET, sum(wanted) - kept):
             rest = [w for r, w in zip(layout.regions, wanted, strict=True) if r not in reusable]
-            shares = _share(room - kept, rest)
+            shares = share(room - kept, rest)
             out = []
             for region in layout.regions:
                 out.append(reusable[region].tokens if region in reusable else shares.pop(0))
             return out, reusable
-        return _share(room, wanted), {}
+        return share(room, wanted), {}
 
     def _compile(
-        self, plan: _Plan, layout: Layout, region: Region, task: str, budget: int, why: str
-    ) -> _Segment:
+        self, plan: RequestPlan, layout: Layout, region: Region, task: str, budget: int, why: str
+    ) -> Segment:
         entries = plan.entries
         started = time.perf_counter()
         focus = entries[layout.tail :] if self.work_query == "task+step" else ()
@@ -696,14 +627,14 @@ class AutomaticChatSession:
             )
         except Exception as exc:  # fail open: the caller's request must still go out
             logger.warning("compilation failed; passing through", exc_info=True)
-            raise _Pass(
+            raise Pass(
                 "compile_error", f"{why}; compilation failed ({type(exc).__name__}: {exc})"
             ) from exc
         item = plan.dialect.memory_item(memory.text, self._memory_role(plan.dialect))
         entry, counted = plan.dialect.read(item, region.start)
         tokens = plan.meter.count(counted) + ITEM_OVERHEAD
         compiled = sum(1 for i in range(region.start, region.end) if entries[i].kind != INSTRUCTION)
-        return _Segment(
+        return Segment(
             region=region,
             item=item,
             entry=entry,
@@ -717,13 +648,13 @@ class AutomaticChatSession:
 
     def _shrink(
         self,
-        plan: _Plan,
+        plan: RequestPlan,
         layout: Layout,
-        segments: tuple[_Segment, ...],
+        segments: tuple[Segment, ...],
         view_tokens: int,
         task: str,
         why: str,
-    ) -> tuple[Layout, tuple[_Segment, ...]]:
+    ) -> tuple[Layout, tuple[Segment, ...]]:
         over = view_tokens - plan.fit_limit
         largest = max(range(len(segments)), key=lambda k: segments[k].tokens)
         target = segments[largest]
@@ -737,148 +668,33 @@ class AutomaticChatSession:
         return self.memory_role if self.memory_role in dialect.memory_roles else "user"
 
     def _finish(
-        self, plan: _Plan, view: list[Any], segments: Sequence[_Segment], *, check: bool = True
+        self, plan: RequestPlan, view: list[Any], segments: Sequence[Segment], *, check: bool = True
     ) -> tuple[dict[str, Any], dict[str, str]]:
-        problems = plan.dialect.pairing(_view_entries(plan, segments)) if check else []
+        problems = plan.dialect.pairing(view_entries(plan, segments)) if check else []
         if problems:  # cannot happen for a valid original; refuse rather than send it
-            raise _Pass("pairing_broken", f"the rewrite would break the format: {problems[0]}")
+            raise Pass("pairing_broken", f"the rewrite would break the format: {problems[0]}")
         body = plan.dialect.with_items(plan.request, view)
-        first_changed = segments[0].region.start
-        return plan.dialect.finalize(body, plan.entries, first_changed, self.thinking_prefix)
+        return plan.dialect.finalize(
+            body, _raw_after_change(plan.entries, segments), self.thinking_prefix
+        )
 
 
-def _task_text(entries: Sequence[Entry], layout: Layout) -> str:
-    return entries[layout.task].text if layout.task is not None else ""
-
-
-def _share(total: int, wanted: Sequence[int]) -> list[int]:
-    """Split ``total`` in proportion to ``wanted`` (each at most what it wants)."""
-    whole = sum(wanted)
-    if whole <= 0:
-        return [0 for _ in wanted]
-    if whole <= total:
-        return list(wanted)
-    return [total * w // whole for w in wanted]
-
-
-def _view_entries(plan: _Plan, segments: Sequence[_Segment]) -> list[Entry]:
-    """The neutral entries of the view (cheap: the format's full check runs in the tests)."""
-    entries = plan.entries
+def _raw_after_change(entries: Sequence[Entry], segments: Sequence[Segment]) -> list[Entry]:
+    """The entries sent unchanged after the first rewritten position (what a prefix-bound
+    signature would see changed before it); entries inside compiled regions are not sent."""
     out: list[Entry] = []
-    position = 0
+    position = segments[0].region.start
     for segment in segments:
         region = segment.region
         out.extend(entries[position : region.start])
         out.extend(e for e in entries[region.start : region.end] if e.kind == INSTRUCTION)
-        out.append(segment.entry)
         position = region.end
     out.extend(entries[position:])
     return out
 
 
-def _view(plan: _Plan, segments: Sequence[_Segment]) -> tuple[list[Any], int]:
-    """The items to send with ``segments`` in place, and their token count."""
-    items, entries = plan.items, plan.entries
-    view: list[Any] = []
-    tokens = plan.fixed_tokens
-    position = 0
-    for segment in segments:
-        region = segment.region
-        view.extend(items[position : region.start])
-        tokens += sum(entry.tokens for entry in entries[position : region.start])
-        for index in range(region.start, region.end):
-            if entries[index].kind == INSTRUCTION:
-                view.append(items[index])
-                tokens += entries[index].tokens
-        view.append(segment.item)
-        tokens += segment.tokens
-        position = region.end
-    view.extend(items[position:])
-    tokens += sum(entry.tokens for entry in entries[position:])
-    return view, tokens
-
-
-class _Plan:
-    """The facts and figures gathered for one request while it is being decided."""
-
-    def __init__(
-        self, session: AutomaticChatSession, dialect: Dialect, request: Mapping[str, Any]
-    ) -> None:
-        self.session = session
-        self.dialect = dialect
-        self.request = request
-        self.model = request.get("model")
-        self.number = session._requests
-        self.action = "passthrough"
-        self.code = ""
-        self.reason = ""
-        self.notes: list[str] = []
-        self.items: Sequence[Any] = ()
-        self.entries: list[Entry] = []
-        self.meter: TokenMeter | None = None
-        self.fixed_tokens = 0
-        self.tokens_before = 0
-        self.tokens_after = 0
-        self.window: int | None = None
-        self.fit_limit = 0
-        self.hint: int | None = None
-        self.hint_source: str | None = None
-        self.segments: Sequence[_Segment] = ()
-        # Planning hint only: the request's own output limit wins, and is never rewritten.
-        reserve = dialect.output_reserve(request)
-        self.output_reserve = reserve if reserve is not None else session.output_reserve
-
-    def read(self) -> None:
-        assert self.meter is not None
-        self.items = self.dialect.items(self.request)
-        self.entries = self.session._items.read(self.dialect, self.meter, self.items)
-        self.fixed_tokens = self.meter.count(self.dialect.fixed_text(self.request))
-        self.tokens_before = self.tokens_after = self.fixed_tokens + sum(
-            entry.tokens for entry in self.entries
-        )
-        problems = self.dialect.pairing(self.entries)
-        if problems:
-            raise _Pass("pairing_broken", f"history breaks tool pairing rules: {problems[0]}")
-
-    def use(self, segments: Sequence[_Segment], view_tokens: int, action: str, reason: str) -> None:
-        self.segments, self.tokens_after, self.action, self.reason = (
-            segments,
-            view_tokens,
-            action,
-            reason,
-        )
-        self.code = action
-
-    def passthrough(self, code: str, reason: str) -> None:
-        self.action, self.code, self.reason = "passthrough", code, reason
-        self.tokens_after = self.tokens_before
-
-    def decision(self) -> Decision:
-        segments = self.segments
-        reason = "; ".join([self.reason, *self.notes]) if self.notes else self.reason
-        compiled = self.action == "compiled"
-        return Decision(
-            request=self.number,
-            action=self.action,
-            code=self.code,
-            reason=reason,
-            model=str(self.model),
-            api=self.dialect.name,
-            policy=self.session.refresh_policy,
-            tokens_before=self.tokens_before,
-            tokens_after=self.tokens_after,
-            effective_window=self.window,
-            output_reserve=self.output_reserve,
-            counter=self.meter.name if self.meter else "",
-            memory_budget=sum(s.budget for s in segments) if segments else None,
-            memory_tokens=sum(s.tokens for s in segments) if segments else None,
-            compiled_messages=sum(s.compiled for s in segments),
-            rebuilds=self.session.rebuilds,
-            context_hint=self.hint,
-            hint_source=self.hint_source,
-            compile_latency_s=sum(s.latency_s for s in segments) if compiled else 0.0,
-            applied_strategy=segments[-1].strategy if segments else None,
-        )
+def _task_text(entries: Sequence[Entry], layout: Layout) -> str:
+    return entries[layout.task].text if layout.task is not None else ""
 
 
 def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
@@ -901,11 +717,43 @@ def _guess(client: Any, options: Mapping[str, Any]) -> list[Dialect]:
     return [DIALECTS[name] for name in names if name in DIALECTS]
 
 
-def _with_headers(body: dict[str, Any], headers: Mapping[str, str]) -> dict[str, Any]:
+_USAGE_PARTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _prompt_size(usage: Any) -> int | None:
+    """The prompt size a usage figure (int, mapping or SDK object) reports, if any."""
+
+    def field(name: str) -> Any:
+        return usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+
+    if usage is None or isinstance(usage, bool):
+        return None
+    if isinstance(usage, int):
+        return usage if usage >= 0 else None
+    total = field("prompt_tokens")
+    if not isinstance(total, int) or isinstance(total, bool):
+        parts = [field(name) for name in _USAGE_PARTS]
+        numbers = [p for p in parts if isinstance(p, int) and not isinstance(p, bool)]
+        total = sum(numbers) if isinstance(parts[0], int) else None
+    return total if isinstance(total, int) and total >= 0 else None
+
+
+def _with_headers(body: dict[str, Any], headers: Mapping[str, str], client: Any) -> dict[str, Any]:
+    """``body`` with ``headers`` joined to the caller's own values of the same (case-insensitive)
+    names: from the call's ``extra_headers``, else from the client's ``default_headers``, so a
+    beta the caller set anywhere is kept beside the one added."""
     if not headers:
         return body
     merged = dict(body.get("extra_headers") or {})
+    defaults = getattr(client, "default_headers", None)
+    defaults = defaults if isinstance(defaults, Mapping) else {}
     for key, value in headers.items():
-        existing = merged.get(key)
-        merged[key] = f"{existing},{value}" if existing else value
+        name = next((k for k in merged if k.lower() == key.lower()), None)
+        if name is None:
+            existing = next((v for k, v in defaults.items() if k.lower() == key.lower()), None)
+            name = key
+        else:
+            existing = merged[name]
+        parts = [part.strip() for part in str(existing or "").split(",") if part.strip()]
+        merged[name] = ",".join([*parts, value]) if value not in parts else ",".join(parts)
     return {**body, "extra_headers": merged}

@@ -320,7 +320,8 @@ def simulate(
     notes.append(
         "Billed-input equivalents: 1.0 per uncached input token; OpenAI caches from 1,024 "
         "tokens in 128-token steps at 0.1x; Anthropic writes at 1.25x and reads at 0.1x. "
-        "Lexical token estimates, whole-message prefixes; output tokens are not priced."
+        "Tokens as a session counts a model without a published tokenizer; whole-message "
+        "prefixes; output tokens are not priced."
     )
     return SimulationReport(tuple(rows), tuple(notes))
 

@@ -18,8 +18,10 @@ import contextlib
 import html
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -38,7 +40,7 @@ from ..web.app import LOOPBACK_HOSTS, HostCheck, inspector_routes
 from .relay import UsageSniffer, error_response, forward_headers, relay
 from .routing import API_PATHS, conversation_key, route_request
 from .sessions import Conversation, MemorySessionStore, SessionStore
-from .settings import GatewaySettings
+from .settings import SETTINGS_FILE, GatewaySettings, gateway_dir, load_settings
 
 __all__ = ["MAX_REWRITE_BYTES", "SERVICE_NAME", "Gateway", "create_gateway_app"]
 
@@ -63,8 +65,14 @@ class Gateway:
         session_factory: Callable[[], AutomaticChatSession] | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
         timeout: httpx2.Timeout | None = None,
+        home: str | os.PathLike[str] | None = None,
     ) -> None:
         self.settings = settings
+        # With a home, upstreams recorded there later (`tomc gateway activate`) take effect
+        # without a restart: the settings file is checked at most once a second.
+        self._settings_file = gateway_dir(home) / SETTINGS_FILE if home is not None else None
+        self._settings_stamp = self._stamp()
+        self._checked_at = 0.0
         factory = session_factory or partial(
             AutomaticChatSession,
             thinking_prefix=settings.thinking_prefix,
@@ -92,10 +100,39 @@ class Gateway:
             yield
             self.client = None
 
+    # ---------------------------------------------------------------- settings
+
+    def _stamp(self) -> int | None:
+        if self._settings_file is None:
+            return None
+        try:
+            return self._settings_file.stat().st_mtime_ns
+        except OSError:
+            return None
+
+    def refresh_settings(self) -> None:
+        """Pick up upstreams (and other settings) saved since the gateway started."""
+        now = time.monotonic()
+        if self._settings_file is None or now - self._checked_at < 1.0:
+            return
+        self._checked_at = now
+        stamp = self._stamp()
+        if stamp == self._settings_stamp:
+            return
+        self._settings_stamp = stamp
+        try:
+            fresh = load_settings(self._settings_file.parent.parent)
+        except Exception as exc:  # keep serving with what worked
+            logger.warning("gateway settings not reloaded: %s", exc)
+            return
+        self.settings = replace(fresh, port=self.settings.port)
+        logger.info("gateway settings reloaded: upstreams %s", dict(self.settings.upstreams))
+
     # ---------------------------------------------------------------- proxying
 
     async def proxy(self, request: Request) -> Response:
         self.requests += 1
+        self.refresh_settings()
         assert self.client is not None, "the gateway's lifespan has not started"
         path = request.url.path
         headers = {name.lower(): value for name, value in request.headers.items()}
@@ -247,11 +284,15 @@ Upstreams: {upstreams}. <a href="status.json">JSON</a></p>
 
 
 def create_gateway_app(
-    settings: GatewaySettings | None = None, *, gateway: Gateway | None = None
+    settings: GatewaySettings | None = None,
+    *,
+    gateway: Gateway | None = None,
+    home: str | os.PathLike[str] | None = None,
 ) -> Starlette:
-    """The gateway application (see the module docstring)."""
+    """The gateway application (see the module docstring). With ``home``, settings saved there
+    later are picked up while it runs."""
     settings = settings or GatewaySettings()
-    gateway = gateway or Gateway(settings)
+    gateway = gateway or Gateway(settings, home=home)
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse(

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+import anyio
 import httpx2
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 __all__ = [
     "HOP_BY_HOP",
@@ -187,24 +189,57 @@ async def relay(
         if upstream.headers.get("content-encoding", "identity") != "identity":
             sniffer = None
 
-    async def body() -> AsyncIterator[bytes]:
-        try:
-            async for chunk in upstream.aiter_raw():
-                yield chunk
-                if sniffer is not None:
-                    sniffer.feed(chunk)
-        finally:  # also when the client went away mid-stream: close the upstream stream
-            await upstream.aclose()
-            if on_done is not None:
-                on_done(sniffer.finish() if sniffer else None, upstream.status_code)
+    closed = False
 
-    response = StreamingResponse(body(), status_code=upstream.status_code)
+    async def close() -> None:
+        nonlocal closed
+        if closed:
+            return
+        closed = True
+        await upstream.aclose()
+        if on_done is not None:
+            on_done(sniffer.finish() if sniffer else None, upstream.status_code)
+
+    async def body() -> AsyncIterator[bytes]:
+        async for chunk in upstream.aiter_raw():
+            yield chunk
+            if sniffer is not None:
+                sniffer.feed(chunk)
+
+    response = _RelayResponse(body(), status_code=upstream.status_code, on_close=close)
     # Raw pairs keep repeated headers (set-cookie) and the upstream's own spelling of values.
     response.raw_headers = [
         (name.lower().encode("latin-1"), value.encode("latin-1"))
         for name, value in response_headers(upstream.headers.multi_items())
     ]
     return response
+
+
+class _RelayResponse(StreamingResponse):
+    """A streamed relay that closes its upstream as soon as it ends, however it ends.
+
+    A client that goes away mid-stream makes the send fail; the body iterator is then left
+    suspended, and would close only when garbage-collected, holding the upstream connection.
+    """
+
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        *,
+        status_code: int,
+        on_close: Callable[[], Awaitable[None]],
+    ) -> None:
+        super().__init__(content, status_code=status_code)
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Shielded: on a client disconnect this runs inside a cancelled scope.
+            with anyio.CancelScope(shield=True):
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+                await self._on_close()
 
 
 def _safe_url(url: str) -> str:

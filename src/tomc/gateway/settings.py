@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "atomic_write",
     "gateway_dir",
     "load_settings",
+    "record_upstream",
     "save_settings",
 ]
 
@@ -121,6 +122,23 @@ def save_settings(settings: GatewaySettings, home: str | os.PathLike[str] | None
     path = gateway_dir(home) / SETTINGS_FILE
     atomic_write(path, (json.dumps(settings.to_dict(), indent=2) + "\n").encode("utf-8"))
     return path
+
+
+def record_upstream(kind: str, url: str, home: str | os.PathLike[str] | None = None) -> str | None:
+    """Make ``url`` the upstream for ``kind`` in the saved settings (what ``tomc run`` and
+    ``tomc gateway activate`` do with an agent's own non-default endpoint).
+
+    Returns the URL it replaced when that was different, else ``None`` (nothing written).
+    A running gateway reads its settings when it starts.
+    """
+    settings = load_settings(home)
+    before = settings.upstream(kind)
+    url = url.strip()
+    if url.rstrip("/") == before:
+        return None
+    upstreams = {**settings.upstreams, kind: url}
+    save_settings(replace(settings, upstreams=upstreams), home)
+    return before
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:

@@ -214,11 +214,10 @@ class AnthropicMessages:
     def finalize(
         self,
         body: dict[str, Any],
-        entries: Sequence[Entry],
-        first_changed: int,
+        raw_after_change: Sequence[Entry],
         thinking_prefix: str,
     ) -> tuple[dict[str, Any], dict[str, str]]:
-        if not any(entry.signed_thinking for entry in entries[first_changed:]):
+        if not any(entry.signed_thinking for entry in raw_after_change):
             return body, {}
         thinking = body.get("thinking")
         enabled = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")

@@ -102,12 +102,12 @@ class Dialect(Protocol):
     def finalize(
         self,
         body: dict[str, Any],
-        entries: Sequence[Entry],
-        first_changed: int,
+        raw_after_change: Sequence[Entry],
         thinking_prefix: str,
     ) -> tuple[dict[str, Any], dict[str, str]]:
-        """Last format rules for a rewritten body (changed from item ``first_changed`` on):
-        ``(body, headers to add)``; raise :class:`PassThrough` when it must go out unchanged."""
+        """Last format rules for a rewritten body; ``raw_after_change`` are the entries sent
+        unchanged after its first rewritten position: ``(body, headers to add)``; raise
+        :class:`PassThrough` when it must go out unchanged."""
 
     def prompt_tokens(self, response: Any) -> int | None:
         """The prompt size a finished (non-streaming) response reports, if any."""

@@ -146,8 +146,7 @@ class ChatCompletions:
     def finalize(
         self,
         body: dict[str, Any],
-        entries: Sequence[Entry],
-        first_changed: int,
+        raw_after_change: Sequence[Entry],
         thinking_prefix: str,
     ) -> tuple[dict[str, Any], dict[str, str]]:
         return body, {}

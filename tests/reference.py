@@ -1,18 +1,17 @@
-"""Reference kernels: small, obviously correct, slow. Test oracles for :mod:`tomc.kernels`.
-
-Nothing here is used by the compiler itself; the property tests compare the fast kernels
-with these on random programs.
+"""Test oracles: small, obviously correct, slow twins of the state replay, relation joins,
+counts, BM25 and packing. The property tests compare the fast code with these on random input;
+nothing in the package imports them.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 
-from .counters import CJK_CHAR
-from .lexicon import WORD_PATTERN
-from .operations import Copy, Relation, Set
-from .result import UNKNOWN
+from tomc.lexicon import CJK_CHAR, WORD_PATTERN, stem, word_tokens
+from tomc.operations import Copy, Relation, Set
+from tomc.result import UNKNOWN
 
 
 def reference_state(
@@ -59,15 +58,60 @@ def reference_paths(
     return paths
 
 
+def _is_word_char(char: str) -> bool:
+    """A character that continues a word: a word character that is not CJK."""
+    return WORD_PATTERN.fullmatch(char) is not None and not CJK_CHAR.match(char)
+
+
+def _phrase_occurrences(text: str, phrase: str) -> int:
+    """Non-overlapping occurrences of ``phrase``'s words separated by any white space, not
+    inside a longer word, scanning left to right one character at a time."""
+    words = phrase.split()
+    found = 0
+    start = 0
+    while start < len(text):
+        end = start
+        for k, word in enumerate(words):
+            if k:  # at least one white-space character between words
+                gap = end
+                while end < len(text) and text[end].isspace():
+                    end += 1
+                if end == gap:
+                    break
+            if text.startswith(word, end):
+                end += len(word)
+            else:
+                break
+        else:
+            before_ok = start == 0 or not (
+                _is_word_char(text[start - 1]) and _is_word_char(phrase[0])
+            )
+            after_ok = end == len(text) or not (
+                _is_word_char(text[end]) and _is_word_char(phrase[-1])
+            )
+            if before_ok and after_ok:
+                found += 1
+                start = end
+                continue
+        start += 1
+    return found
+
+
 def reference_counts(texts: Sequence[str], term: str) -> tuple[int, tuple[int, ...]]:
-    """``(occurrences, units containing it)`` of one term."""
+    """``(occurrences, units containing it)`` of one term.
+
+    A CJK term counts substrings; a single word counts equal word tokens; anything else (a
+    hyphenated word, a phrase, a term with punctuation) counts whole-word phrase occurrences.
+    """
     occurrences = 0
     units = []
     for index, text in enumerate(texts):
         if CJK_CHAR.search(term):
             n = text.lower().count(term)
-        else:
+        elif WORD_PATTERN.fullmatch(term):
             n = sum(1 for token in WORD_PATTERN.findall(text.lower()) if token == term)
+        else:
+            n = _phrase_occurrences(text.lower(), term)
         if n:
             occurrences += n
             units.append(index)
@@ -89,10 +133,6 @@ def reference_bm25(
     texts: Sequence[str], lengths: Sequence[int], terms: Sequence[str], k1: float, b: float
 ) -> dict[int, float]:
     """Textbook BM25 over fully stemmed lines; lines without a query term are left out."""
-    import math
-
-    from .lexicon import stem, word_tokens
-
     stemmed = [[stem(token) for token in word_tokens(text)] for text in texts]
     n = len(texts)
     average = (sum(lengths) / n) or 1.0

@@ -1,0 +1,175 @@
+"""``tomc gateway status``: what is pointed at the gateway, and whether it answers.
+
+The most common failure of local proxies is an agent left pointing at one that is not running
+("Connection refused" after the proxy was stopped or the machine restarted). The status reads
+each agent's own configuration (not only TOMC's records), so it finds that case even when the
+activation record is missing, and reports it as a warning with a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import GatewayError
+from ..notebooks import default_home
+from .activation import client_config_path, pointed_url, points_at_gateway
+from .agent_config import CLIENTS, decode_config, read_config
+from .health import gateway_root, loopback_port, probe
+from .journal import load_record
+from .leases import live_leases, read_run_gateway
+from .login import read_login_record
+from .settings import gateway_dir, load_settings
+
+__all__ = ["ClientStatus", "GatewayStatus", "gateway_status"]
+
+_KINDS = {"claude": ("anthropic",), "codex": ("openai", "chatgpt")}
+
+
+@dataclass(frozen=True)
+class ClientStatus:
+    """One agent: its configuration file, whether TOMC activated it, where it points."""
+
+    client: str
+    config: str
+    activated: bool
+    state: str | None  # the journal's state: "active", "pending" (interrupted), or None
+    points_at: str | None  # the gateway URL the configuration holds, if it points at one
+    answering: bool | None  # whether a gateway answers there (None: it points elsewhere)
+    upstreams: Mapping[str, str] = field(default_factory=dict)
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class GatewayStatus:
+    """Everything ``tomc gateway status`` shows; ``warnings`` make it exit non-zero."""
+
+    url: str
+    port: int
+    answering: bool
+    started_by_run: int | None  # pid of the gateway ``tomc run`` started, if it runs
+    clients: tuple[ClientStatus, ...]
+    runs: tuple[dict[str, Any], ...]
+    login: Mapping[str, Any] | None
+    warnings: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["clients"] = [asdict(client) for client in self.clients]
+        data["runs"] = list(self.runs)
+        return data
+
+    def to_text(self) -> str:
+        state = "answering" if self.answering else "not answering"
+        lines = [f"gateway: {state} on {self.url}"]
+        if self.started_by_run is not None:
+            lines[0] += f" (started by tomc run, pid {self.started_by_run})"
+        for client in self.clients:
+            if client.points_at is not None:
+                where = f"points at {client.points_at}" + (
+                    "" if client.answering else " (NOT ANSWERING)"
+                )
+            else:
+                where = "talks to its provider directly"
+            how = "activated" if client.activated else "not activated"
+            if client.state == "pending":
+                how = "activation interrupted (run activate or restore-direct again)"
+            lines.append(f"{client.client}: {how}; {where}; config {client.config}")
+            for kind, url in client.upstreams.items():
+                lines.append(f"  {kind} upstream: {url}")
+            if client.problem:
+                lines.append(f"  problem: {client.problem}")
+        if self.runs:
+            running = ", ".join(f"{run['client']} (pid {run['pid']})" for run in self.runs)
+            lines.append(f"tomc run: {len(self.runs)} running: {running}")
+        else:
+            lines.append("tomc run: none running")
+        if self.login:
+            lines.append(f"login entry: {self.login.get('kind')} {self.login.get('path')}")
+        lines += [f"WARNING: {warning}" for warning in self.warnings]
+        return "\n".join(lines) + "\n"
+
+
+def _client_status(
+    client: str,
+    folder: Path,
+    environ: Mapping[str, str],
+    port: int,
+    upstreams: Mapping[str, str],
+) -> ClientStatus:
+    path = client_config_path(client, environ)
+    problem = None
+    try:
+        record = load_record(folder, client)
+    except GatewayError as exc:
+        record, problem = None, str(exc)
+    points_at = None
+    try:
+        data = read_config(Path(os.path.realpath(path)))
+        text = decode_config(path, data) if data is not None else None
+        url = pointed_url(client, text, str(path))
+        ports = {port} if record is None else {port, record.port}
+        if loopback_port(url) in ports or points_at_gateway(client, text, port, str(path)):
+            points_at = url
+    except GatewayError as exc:
+        problem = problem or str(exc)
+    answering = None
+    if points_at is not None:
+        answering = probe(loopback_port(points_at) or port).answering
+    return ClientStatus(
+        client=client,
+        config=str(path),
+        activated=record is not None,
+        state=record.state if record is not None else None,
+        points_at=points_at,
+        answering=answering,
+        upstreams={kind: upstreams[kind] for kind in _KINDS[client]},
+        problem=problem,
+    )
+
+
+def gateway_status(
+    *,
+    home: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> GatewayStatus:
+    """Read the state of the gateway, the agents' configurations, leases and login entry."""
+    environ = os.environ if environ is None else environ
+    home_path = Path(home).expanduser() if home is not None else default_home()
+    folder = gateway_dir(home_path)
+    settings = load_settings(home_path)
+    upstreams = {kind: settings.upstream(kind) for kind in settings.upstreams}
+    clients = tuple(
+        _client_status(client, folder, environ, settings.port, upstreams) for client in CLIENTS
+    )
+    found = probe(settings.port)
+    started = read_run_gateway(folder)
+    warnings = []
+    for client in clients:
+        if client.points_at is not None and not client.answering:
+            port = loopback_port(client.points_at)
+            warnings.append(
+                f"{client.client} points at {client.points_at}, where no TOMC gateway answers: "
+                f"its requests fail until you start it (`tomc gateway serve --port {port}`) "
+                f"or undo the activation (`tomc restore-direct --client {client.client}`)"
+            )
+        if client.state == "pending":
+            warnings.append(
+                f"{client.client}: an activation was interrupted; run `tomc gateway activate "
+                f"--client {client.client}` or `tomc restore-direct --client {client.client}`"
+            )
+    if found.other:
+        warnings.append(f"port {settings.port} is used by another program, not a TOMC gateway")
+    return GatewayStatus(
+        url=gateway_root(settings.port),
+        port=settings.port,
+        answering=found.answering,
+        started_by_run=started.pid if started is not None else None,
+        clients=clients,
+        runs=tuple(lease.to_dict() for lease in live_leases(folder)),
+        login=read_login_record(folder),
+        warnings=tuple(warnings),
+    )

@@ -1,0 +1,82 @@
+"""Which names a task mentions: variables, relation entities and labels.
+
+- An identifier is a whole word of the task, compared case-insensitively, except that a name
+  that is also a stopword ("a", "it") must match in exact case. An identifier glued to CJK
+  text is still a word: ``deploy_target的当前值`` mentions ``deploy_target``.
+- An entity can also be mentioned as a phrase of whole words, with ``_`` and ``-`` read as
+  spaces: "the deploy pipeline" mentions ``deploy_pipeline``.
+- A name with CJK characters is mentioned when it occurs anywhere in the task's text, because
+  Chinese and Japanese do not separate words with spaces: ``温度的当前值是什么？`` mentions
+  ``温度``. One CJK character alone is too common to count as a mention.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from .lexicon import CJK_CHAR, CJK_RANGES, STOPWORDS
+
+__all__ = ["TaskMentions"]
+
+# A word character that is not CJK, so that identifiers end where CJK text begins.
+_IDENT_CHAR = rf"[^\W{CJK_RANGES}]"
+_TASK_WORD = re.compile(rf"{_IDENT_CHAR}(?:{_IDENT_CHAR}|-)*(?:\.(?:{_IDENT_CHAR}|-)+)*")
+_NOT_WORD = re.compile(r"[^\w\s-]")
+
+
+def spaced(text: str) -> str:
+    """Case-folded, with ``_`` and ``-`` read as spaces: deploy_pipeline ~ "deploy pipeline"."""
+    return " ".join(re.sub(r"[_\-]+", " ", text.casefold()).split())
+
+
+class TaskMentions:
+    """The words of one task, and which names it mentions."""
+
+    def __init__(self, task: str) -> None:
+        self.words = set(_TASK_WORD.findall(task))
+        self.folded_words = {word.casefold() for word in self.words}
+        self._phrase_text = " " + spaced(_NOT_WORD.sub(" ", task)) + " "
+        self._folded_task = task.casefold()
+
+    def _cjk_inside(self, names: Collection[str]) -> set[str]:
+        """The CJK names that occur in the task, longest first: a name found only inside a
+        longer one that was found (温度 inside 室内温度) is not mentioned on its own."""
+        text = self._folded_task
+        found = set()
+        candidates = (n for n in names if len(n) >= 2 and CJK_CHAR.search(n))
+        for name in sorted(candidates, key=lambda n: (-len(n), n)):
+            folded = name.casefold()
+            if folded in text:
+                found.add(name)
+                text = text.replace(folded, " ")
+        return found
+
+    def variables(self, names: Collection[str]) -> list[str]:
+        """The variables the task names, in the order given."""
+        inside = self._cjk_inside(names)
+        found = []
+        for name in names:
+            folded = name.casefold()
+            if (
+                name in self.words
+                or (folded in self.folded_words and folded not in STOPWORDS)
+                or name in inside
+            ):
+                found.append(name)
+        return found
+
+    def entities(self, nodes: Collection[str]) -> set[str]:
+        """The entities the task names: as a word, a phrase of words, or CJK text."""
+        found = self._cjk_inside(nodes)
+        for node in nodes:
+            phrase = spaced(node)
+            if node.casefold() in self.folded_words or (
+                phrase and f" {phrase} " in self._phrase_text
+            ):
+                found.add(node)
+        return found
+
+    def label(self, label: str) -> bool:
+        """Whether the task names this relation label as a word (or, in CJK, in its text)."""
+        return label.casefold() in self.folded_words or bool(self._cjk_inside([label]))

@@ -1,0 +1,75 @@
+"""Source selection: the order in which source lines compete for the budget, and why.
+
+Lines that share a stemmed term with the task are ranked by BM25 (with a share of each score
+spread to its neighbours); the rest follow, newest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .lexicon import query_terms
+from .packing import Packed
+from .result import LedgerRow
+from .retrieval import bm25_scores, spread_to_neighbours
+
+__all__ = ["SourceRanking", "rank_sources", "source_ledger_rows"]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRanking:
+    scores: dict[int, float]  # BM25 (spread) score of every line that has one
+    order: list[int]  # every line, best first
+
+
+def rank_sources(texts: Sequence[str], row_tokens: Sequence[int], task: str) -> SourceRanking:
+    """BM25 matches best first (ties: newer first), then unmatched lines newest first."""
+    scores = spread_to_neighbours(bm25_scores(texts, row_tokens, query_terms(task)), len(texts))
+    matched = sorted(scores, key=lambda i: (-scores[i], -i))
+    unmatched = [i for i in range(len(texts) - 1, -1, -1) if i not in scores]
+    return SourceRanking(scores, matched + unmatched)
+
+
+def source_ledger_rows(
+    rows: Sequence[str],
+    row_tokens: Sequence[int],
+    packed: Packed,
+    ranking: SourceRanking | None,
+    applied: str,
+) -> list[LedgerRow]:
+    """One ledger row per source line: its score, whether it was kept and why.
+
+    A kept line's tokens are what it adds where it stands (its own cost, plus any difference
+    from being counted together with the line before it).
+    """
+    total = len(rows)
+    kept = frozenset(packed.kept_units)
+    scores = ranking.scores if ranking else {}
+    rank_of = {index: rank for rank, index in enumerate(ranking.order, start=1)} if ranking else {}
+    out = []
+    for i in range(total):
+        score = scores.get(i, 0.0)
+        if applied == "unchanged":
+            reason = "history fits the budget: returned unchanged"
+        elif i in kept:
+            reason = (
+                f"BM25 rank {rank_of[i]} (score {score:.3f})"
+                if i in scores
+                else f"no query term; kept by recency (rank {rank_of[i]})"
+            )
+        elif i in packed.squeezed:
+            reason = (
+                f"left out (rank {rank_of[i]} of {total}): lines the tokenizer joins across a "
+                "line break cost more together, and this line made room"
+            )
+        else:
+            reason = f"over budget (rank {rank_of[i]} of {total}, needs {row_tokens[i]} tokens)"
+        tokens = row_tokens[i]
+        if i in packed.extra:
+            tokens += packed.extra[i]
+            reason += f"; counted with the line before it ({packed.extra[i]:+d} tokens)"
+        unit = f"u{i}"
+        row = LedgerRow("source", unit, f"{score:.3f}", rows[i], (unit,), tokens, i in kept, reason)
+        out.append(row)
+    return out

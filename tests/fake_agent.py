@@ -1,0 +1,70 @@
+"""A stand-in for ``claude`` / ``codex`` that ``tomc run`` launches in tests.
+
+It records what it was given (argv, the environment variables that matter) and what it found
+(the gateway's ``/healthz`` at the address it was pointed at, over real loopback HTTP) as JSON
+in ``$FAKE_AGENT_DIR/<pid>.json``; then it waits for ``$FAKE_AGENT_DIR/release-<pid>`` when
+``FAKE_AGENT_WAIT`` is set, and exits with ``$FAKE_AGENT_EXIT``. SIGINT and SIGTERM are
+recorded and end it with 128 + the signal's number.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+import tomllib
+import urllib.request
+from pathlib import Path
+
+FOLDER = Path(os.environ["FAKE_AGENT_DIR"])
+RECORD = FOLDER / f"{os.getpid()}.json"
+ENV_KEYS = ("ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "HOME", "TOMC_HOME", "CODEX_HOME")
+
+
+def gateway_root(argv: list[str]) -> str | None:
+    """Where this agent was pointed: Claude Code's variable, or Codex's -c provider."""
+    if os.environ.get("ANTHROPIC_BASE_URL"):
+        return os.environ["ANTHROPIC_BASE_URL"]
+    for index, arg in enumerate(argv[:-1]):
+        if arg == "-c" and argv[index + 1].startswith("model_providers.tomc="):
+            value = argv[index + 1].split("=", 1)[1]
+            base = tomllib.loads(f"x = {value}")["x"]["base_url"]
+            return base.removesuffix("/v1")
+    return None
+
+
+def write(data: dict) -> None:
+    temp = RECORD.with_suffix(".tmp")
+    temp.write_text(json.dumps(data), "utf-8")
+    os.replace(temp, RECORD)
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    record: dict = {"pid": os.getpid(), "argv": argv, "signals": []}
+    record["env"] = {key: os.environ.get(key) for key in ENV_KEYS}
+    root = gateway_root(argv)
+    record["root"] = root
+    if root:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"{root}/healthz", timeout=10) as response:
+            record["healthz"] = json.loads(response.read())
+
+    def stop(number: int, frame: object) -> None:
+        record["signals"].append(signal.Signals(number).name)
+        write(record)
+        sys.exit(128 + number)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    write(record)
+    if os.environ.get("FAKE_AGENT_WAIT"):
+        release = FOLDER / f"release-{os.getpid()}"
+        deadline = time.monotonic() + 120
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    return int(os.environ.get("FAKE_AGENT_EXIT", "0"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
