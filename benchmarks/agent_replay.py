@@ -1,13 +1,16 @@
 """Long agent loops: replay real coding-agent trajectories request by request.
 
     python -m benchmarks.agent_replay [--quick] [--windows 16000,24000,32000] [--reserve 4096]
-                                      [--data PATH] [--json]
+                                      [--dialects chat,messages,responses]
+                                      [--reasoning native|drop] [--data PATH] [--json]
 
 Request k is ``messages[:k]`` for every k where ``messages[k]`` is an assistant message (the
 model's reply to that request). For every window and method it measures what would be sent:
 prompt tokens (o200k, an approximation of the billed count), requests over the window, evidence
 lines of the final patch kept, billed input under OpenAI and Anthropic prompt caching, and
-per-request overhead. A new method is one entry in ``METHODS``.
+per-request overhead. A new method is one entry in ``METHODS``. The `tomc` method also runs in
+the Anthropic Messages and OpenAI Responses formats (``--dialects``), compared with chat request
+by request.
 """
 
 from __future__ import annotations
@@ -26,12 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import trajectories as tj
+from benchmarks.agent_dialects import REFERENCE, Comparison
+from benchmarks.dialect_convert import DIALECTS as DIALECT_NAMES
+from benchmarks.dialect_convert import RequestConverter
 from tomc import AutomaticChatSession, LexicalCounter
+from tomc.chat.dialects import DIALECTS
 from tomc.chat.simulate import _Pricer
 
 WINDOWS = (16_000, 24_000, 32_000)
 QUICK_WINDOWS = (24_000,)
 QUICK_TRAJECTORIES = 12
+QUICK_DIALECTS = ("chat",)
 RESERVE = 4096
 PROVIDERS = ("openai", "anthropic")
 COUNT_NOTE = (
@@ -159,6 +167,8 @@ class Outcome:
     reason: str | None = None
     rebuilds: int = 0
     estimate: int | None = None  # the method's own estimate of the unchanged request
+    tokens_after: int | None = None  # ... and of what it sends
+    seconds: float | None = None  # the method's own time, when the call does more (conversion)
 
 
 class Full:
@@ -232,11 +242,15 @@ def _head_and_tail(request: list[Any], p: Prepared, first: int, count: int) -> l
 
 
 class Tomc:
-    """``AutomaticChatSession.prepare`` through its public call, one session per trajectory.
+    """``AutomaticChatSession.prepare_request`` through its public call, one session per
+    trajectory.
 
     The session is told the model's tokenizer is o200k (an OpenAI model family), so its fit
     decisions count what this benchmark counts; ``TomcUnknownTokenizer`` runs the same session
-    for a model whose tokenizer is unpublished (its calibrated safety margin).
+    for a model whose tokenizer is unpublished (its calibrated safety margin). ``dialect``
+    sends each request in that wire format (``benchmarks.dialect_convert``) and reads what the
+    session sends back as Chat messages, so every format is measured alike; ``chat`` converts
+    nothing.
     """
 
     MODEL = "replay"
@@ -245,9 +259,19 @@ class Tomc:
     #: Extra AutomaticChatSession arguments for an ablation (``--session``).
     SESSION_OPTIONS: Mapping[str, Any] = {}
 
-    def __init__(self, prepared: Prepared, window: int, reserve: int) -> None:
-        self.window, self.reserve = window, reserve
-        self.options = {"tools": prepared.tools, "max_tokens": reserve}
+    def __init__(
+        self,
+        prepared: Prepared,
+        window: int,
+        reserve: int,
+        dialect: str = "chat",
+        reasoning: str = "native",
+    ) -> None:
+        self.window, self.reserve, self.dialect = window, reserve, dialect
+        self.options = {"model": self.MODEL, "tools": prepared.tools, "max_tokens": reserve}
+        self.converter = RequestConverter(dialect, reasoning=reasoning)
+        self.validate = DIALECTS[dialect].validate
+        self.invalid: list[tuple[int, list[str]]] = []  # (request length, problems)
         profile: dict[str, Any] = {"context_window": window}
         if self.ENCODING:
             profile["encoding"] = self.ENCODING
@@ -258,18 +282,27 @@ class Tomc:
         )
 
     def __call__(self, request: list[Any]) -> Outcome:
-        sent, decision = self.session.prepare(
-            model=self.MODEL,
-            messages=request,
-            deployment_context_limit=self.window,
-            options=self.options,
+        body = self.converter.body({**self.options, "messages": request})
+        started = time.perf_counter()
+        prepared = self.session.prepare_request(
+            body, api=self.dialect, deployment_context_limit=self.window
         )
+        seconds = time.perf_counter() - started
+        decision = prepared.decision
+        if decision.action != "passthrough":
+            # Every rewritten request must still satisfy its format's rules.
+            items = prepared.body[DIALECTS[self.dialect].items_key]
+            problems = self.validate(items)
+            if problems:
+                self.invalid.append((len(request), problems))
         return Outcome(
-            sent,
+            self.converter.back(prepared.body),
             action=decision.action,
             reason=decision_label(decision),
             rebuilds=self.session.rebuilds,
             estimate=decision.tokens_before,
+            seconds=seconds,
+            tokens_after=decision.tokens_after,
         )
 
     def observe(self, prompt_tokens: int) -> None:
@@ -359,6 +392,7 @@ class Tally:
     reasons: Counter = field(default_factory=Counter)
     over_reasons: Counter = field(default_factory=Counter)
     estimate_ratios: list[float] = field(default_factory=list)
+    invalid: int = 0  # rewritten requests that broke their format's rules
 
     def row(self, reference: Mapping[str, Tally]) -> dict[str, Any]:
         full, sliding = reference.get("full"), reference.get("sliding")
@@ -372,6 +406,7 @@ class Tally:
             "evidence": {scope: asdict(tally) for scope, tally in self.evidence.items()},
             "rebuilds": self.rebuilds,
             "rebuilds_per_request": self.rebuilds / self.requests if self.requests else 0.0,
+            "invalid_rewrites": self.invalid,
             "overhead_ms": _quantiles(self.overhead_ms, (0.5, 0.95, 1.0)),
         }
         for provider in PROVIDERS:
@@ -407,9 +442,35 @@ def measure(prepared: Prepared, messages: Sequence[Any]) -> tuple[list[tuple[int
     return chain, running + tj.REPLY_PRIMING, mask
 
 
-def replay(prepared: Prepared, method: str, window: int, reserve: int, tally: Tally) -> None:
-    """Replay one trajectory under one method and window, adding to ``tally``."""
-    runner = METHODS[method](prepared, window, reserve)
+@dataclass(frozen=True)
+class Step:
+    """One request of a replay, for comparing runs request by request."""
+
+    k: int
+    reason: str | None
+    total: int  # o200k prompt tokens sent
+    kept: int  # evidence lines kept
+    estimate: int | None  # the session's own count of the unchanged request
+    tokens_after: int | None  # ... and of what it sent
+
+
+def replay(
+    prepared: Prepared,
+    method: str,
+    window: int,
+    reserve: int,
+    tally: Tally,
+    *,
+    runner: Callable[[list[Any]], Outcome] | None = None,
+    trace: list[Step] | None = None,
+) -> None:
+    """Replay one trajectory under one method and window, adding to ``tally``.
+
+    ``runner`` replaces ``METHODS[method]`` (the `tomc` method in another wire format);
+    ``trace`` receives one :class:`Step` per request.
+    """
+    if runner is None:
+        runner = METHODS[method](prepared, window, reserve)
     pricers = {provider: _Pricer(provider) for provider in PROVIDERS}
     limit = window - reserve
     messages = prepared.messages
@@ -418,7 +479,10 @@ def replay(prepared: Prepared, method: str, window: int, reserve: int, tally: Ta
         request = messages[:k]
         started = time.perf_counter()
         outcome = runner(request)
-        tally.overhead_ms.append((time.perf_counter() - started) * 1000)
+        seconds = outcome.seconds
+        if seconds is None:
+            seconds = time.perf_counter() - started
+        tally.overhead_ms.append(seconds * 1000)
         chain, total, mask = measure(prepared, outcome.messages)
         for pricer in pricers.values():
             pricer.charge(chain, total)
@@ -432,6 +496,10 @@ def replay(prepared: Prepared, method: str, window: int, reserve: int, tally: Ta
         tally.over_window += over
         available = prepared.available(k)
         kept, shown = (mask & available).bit_count(), available.bit_count()
+        if trace is not None:
+            trace.append(
+                Step(k, outcome.reason, total, kept, outcome.estimate, outcome.tokens_after)
+            )
         tally.evidence["all"].add(kept, shown)
         if k in prepared.edits:
             tally.evidence["edit"].add(kept, shown)
@@ -449,6 +517,7 @@ def replay(prepared: Prepared, method: str, window: int, reserve: int, tally: Ta
         tally.billed[provider] += pricer.billed
         tally.cached[provider] += pricer.cached
     tally.rebuilds += rebuilds
+    tally.invalid += len(getattr(runner, "invalid", ()))
 
 
 # ------------------------------------------------------------------ calibration
@@ -519,6 +588,11 @@ class Report:
     tallies: dict[tuple[int, str], Tally]
     calibration: dict[str, Any]
     seconds: float
+    dialects: tuple[str, ...] = ()
+    # (window, dialect) -> the `tomc` method in that format ("chat" is the `tomc` row itself)
+    dialect_tallies: dict[tuple[int, str], Tally] = field(default_factory=dict)
+    comparisons: dict[tuple[int, str], Comparison] = field(default_factory=dict)
+    conversion_notes: dict[str, list[str]] = field(default_factory=dict)
 
     def rows(self) -> list[dict[str, Any]]:
         rows = []
@@ -527,12 +601,29 @@ class Report:
             rows.extend(self.tallies[(window, m)].row(reference) for m in METHODS)
         return rows
 
+    def dialect_rows(self) -> list[dict[str, Any]]:
+        """One row per window and dialect, with ``matches_chat`` (the comparison) beside it."""
+        rows = []
+        for window in self.windows:
+            reference = {m: self.tallies[(window, m)] for m in METHODS}
+            for dialect in self.dialects:
+                row = self.dialect_tallies[(window, dialect)].row(reference)
+                row["dialect"] = dialect
+                comparison = self.comparisons.get((window, dialect))
+                if comparison is not None:
+                    row["matches_chat"] = comparison.to_dict()
+                rows.append(row)
+        return rows
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "reserve": self.reserve,
             "windows": list(self.windows),
             "data": self.data,
             "rows": self.rows(),
+            "dialects": list(self.dialects),
+            "dialect_rows": self.dialect_rows(),
+            "conversion_notes": self.conversion_notes,
             "calibration": self.calibration,
             "seconds": self.seconds,
             "note": COUNT_NOTE,
@@ -551,14 +642,27 @@ def run(
     reserve: int = RESERVE,
     limit: int | None = None,
     progress: bool = True,
+    dialects: Sequence[str] = DIALECT_NAMES,
+    reasoning: str = "native",
 ) -> Report:
-    """Replay the trajectories at every window under every method."""
+    """Replay the trajectories at every window under every method, and the `tomc` method in
+    every wire format of ``dialects`` (chat is the `tomc` method itself)."""
     started = time.perf_counter()
     if reserve < 0 or any(window <= reserve for window in windows):
         raise ValueError(f"every window must exceed the output reserve ({reserve:,})")
+    unknown = [d for d in dialects if d not in DIALECT_NAMES]
+    if unknown:
+        raise ValueError(f"unknown dialect {unknown[0]!r}: choose from {', '.join(DIALECT_NAMES)}")
+    dialects = tuple(dict.fromkeys(dialects))
+    others = [d for d in dialects if d != REFERENCE]
     trajectories = tj.load(data, limit)
     count = tj.o200k_counter()
     tallies = {(w, m): Tally(w, m) for w in windows for m in METHODS}
+    dialect_tallies = {(w, d): Tally(w, "tomc") for w in windows for d in others}
+    for window in windows:
+        dialect_tallies[(window, REFERENCE)] = tallies[(window, "tomc")]
+    comparisons = {(w, d): Comparison(w, d) for w in windows for d in others}
+    notes: dict[str, dict[str, None]] = {d: {} for d in others}
     preps = []
     items = trajectories
     if progress:
@@ -569,8 +673,24 @@ def run(
         prepared = Prepared(trajectory, count)
         preps.append(prepared)
         for window in windows:
+            chat_trace: list[Step] = []
             for method in METHODS:
-                replay(prepared, method, window, reserve, tallies[(window, method)])
+                trace = chat_trace if method == "tomc" else None
+                replay(prepared, method, window, reserve, tallies[(window, method)], trace=trace)
+            for dialect in others:
+                runner = Tomc(prepared, window, reserve, dialect, reasoning)
+                trace = []
+                replay(
+                    prepared,
+                    "tomc",
+                    window,
+                    reserve,
+                    dialect_tallies[(window, dialect)],
+                    runner=runner,
+                    trace=trace,
+                )
+                comparisons[(window, dialect)].add(trajectory.id, chat_trace, trace)
+                notes[dialect].update(dict.fromkeys(runner.converter.notes))
     data_facts = {
         "path": _shown_path(Path(data)),
         "trajectories": len(trajectories),
@@ -596,6 +716,10 @@ def run(
         tallies,
         calibration(preps),
         time.perf_counter() - started,
+        dialects,
+        dialect_tallies,
+        comparisons,
+        {dialect: list(found) for dialect, found in notes.items()},
     )
 
 
@@ -620,6 +744,16 @@ def _windows(text: str) -> tuple[int, ...]:
     return windows
 
 
+def _dialects(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [name for name in names if name not in DIALECT_NAMES]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"dialects must be some of {','.join(DIALECT_NAMES)}: {text!r}"
+        )
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -632,23 +766,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--windows", type=_windows, help="comma-separated windows in tokens")
     parser.add_argument("--reserve", type=int, default=RESERVE, help="output tokens reserved")
     parser.add_argument("--data", default=str(tj.DEFAULT_DATA), help="trajectory file")
+    parser.add_argument(
+        "--dialects",
+        type=_dialects,
+        help="wire formats to replay the `tomc` method in, comma-separated "
+        f"(default: {','.join(DIALECT_NAMES)}; --quick: chat)",
+    )
+    parser.add_argument(
+        "--reasoning",
+        choices=("native", "drop"),
+        default="native",
+        help="reasoning_content in Messages / Responses: a thinking block / reasoning item "
+        "(native), or left out (drop)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable rows instead")
     parser.add_argument(
         "--session",
         type=json.loads,
         default={},
-        help='extra AutomaticChatSession arguments for the tomc methods, as JSON '
+        help="extra AutomaticChatSession arguments for the tomc methods, as JSON "
         '(an ablation, e.g. \'{"work_query": "task"}\')',
     )
     args = parser.parse_args(argv)
     Tomc.SESSION_OPTIONS = args.session
     windows = args.windows or (QUICK_WINDOWS if args.quick else WINDOWS)
+    dialects = args.dialects or (QUICK_DIALECTS if args.quick else DIALECT_NAMES)
     try:
         report = run(
             args.data,
             windows=windows,
             reserve=args.reserve,
             limit=QUICK_TRAJECTORIES if args.quick else None,
+            dialects=dialects,
+            reasoning=args.reasoning,
         )
     except (tj.DataError, ValueError) as exc:
         print(f"agent_replay: {exc}", file=sys.stderr)

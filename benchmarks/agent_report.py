@@ -41,6 +41,9 @@ def markdown(report: Report) -> str:
         if tomc:
             lines += ["", *_decisions(tomc)]
         lines.append("")
+        dialect_rows = [r for r in report.dialect_rows() if r["window"] == window]
+        if dialect_rows:
+            lines += _dialects(window, dialect_rows)
     lines += _notes(report)
     lines += ["", "#### Calibration: o200k against the lexical estimate", ""]
     lines += _calibration(report.calibration)
@@ -72,6 +75,66 @@ def _row(row: dict[str, Any]) -> str:
         f"| {_ratio(row['anthropic_vs_full'])} | {rebuilds} "
         f"| {overhead.get('p50', 0):.2f} / {overhead.get('p95', 0):.2f} "
         f"/ {overhead.get('max', 0):.2f} |"
+    )
+
+
+_DIALECT_HEADER = (
+    "| dialect | over window | evidence kept: all / at edits / at patched-file edits "
+    "| OpenAI billed | Anthropic billed | rebuilds / request | decisions by code "
+    "| prepare ms p50 / p95 |\n"
+    "|---|--:|--:|--:|--:|--:|---|--:|"
+)
+
+
+def _dialects(window: int, rows: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        f"#### `tomc` in each wire format, window {window:,}",
+        "",
+        _DIALECT_HEADER,
+    ]
+    for row in rows:
+        evidence = " / ".join(_share(row["evidence"][scope]) for scope in row["evidence"])
+        overhead = row["overhead_ms"]
+        lines.append(
+            f"| {row['dialect']} | {row['over_window']:,} | {evidence} "
+            f"| {row['openai_billed']:,.0f} | {row['anthropic_billed']:,.0f} "
+            f"| {row['rebuilds_per_request']:.3f} | {_counts(row.get('reasons', {}))} "
+            f"| {overhead.get('p50', 0):.2f} / {overhead.get('p95', 0):.2f} |"
+        )
+    lines.append("")
+    invalid = {row["dialect"]: row["invalid_rewrites"] for row in rows}
+    for row in rows:
+        comparison = row.get("matches_chat")
+        if comparison is not None:
+            lines.append(f"- {row['dialect']}: {_match(comparison)}")
+    lines.append(
+        "- Rewritten requests that fail their format's `validate()`: "
+        + ", ".join(f"{dialect} {count:,}" for dialect, count in invalid.items())
+        + "."
+    )
+    return [*lines, ""]
+
+
+def _match(comparison: dict[str, Any]) -> str:
+    if comparison["identical"]:
+        return (
+            f"the same figures as chat: all {comparison['requests']:,} requests got the same "
+            "decision, sent the same prompt and kept the same evidence."
+        )
+    delta = comparison["estimate_delta"]
+    first = comparison["first"]
+    straddled = sum(
+        1 for f in first if {f["chat"], f[comparison["dialect"]]} == {"fits", "compiled"}
+    )
+    return (
+        f"differs from chat in {len(comparison['trajectories'])} trajectories: "
+        f"{comparison['other_decision']:,} of {comparison['requests']:,} requests got another "
+        f"decision ({_counts(comparison['transitions'])}), "
+        f"{comparison['other_prompt']:,} sent a different number of tokens, "
+        f"{comparison['other_evidence']:,} kept a different number of evidence lines. "
+        "The session's own count of the unchanged request minus chat's: "
+        f"min {delta['min']:+,}, median {delta['median']:+,}, max {delta['max']:+,} tokens; "
+        f"{straddled} of the {len(first)} first divergences are fits against compiled."
     )
 
 
@@ -129,7 +192,50 @@ def _notes(report: Report) -> list[str]:
         f"- Framing constants: {tj.MESSAGE_FRAMING} per message, {tj.NAME_FRAMING} per name, "
         f"{tj.TOOL_CALL_FRAMING} per tool call, {tj.REPLY_PRIMING} reply priming. Whole run "
         f"{report.seconds:.0f} s.",
+        *_dialect_notes(report),
     ]
+
+
+def _dialect_notes(report: Report) -> list[str]:
+    if not report.dialects:
+        return []
+    notes = [
+        f"{dialect}: " + "; ".join(found)
+        for dialect, found in report.conversion_notes.items()
+        if found
+    ]
+    return [
+        "- Wire formats (`--dialects`): the `tomc` method again, each request converted by "
+        "`benchmarks/dialect_convert.py` to Anthropic Messages (`system` string, content blocks, "
+        "`tool_use` with parsed arguments, one user message of `tool_result` blocks per run of "
+        "results, `max_tokens`) or OpenAI Responses (`instructions`, `message` items, "
+        "`function_call` / `function_call_output` items, `max_output_tokens`), with "
+        "`reasoning_content` as a `thinking` block (placeholder signature) or a `reasoning` "
+        "item; the same session setup and `prepare_request(body, api=dialect)`. What it sends "
+        "is read back into Chat messages (a TOMC memory item included) and measured with the "
+        "same counts, so every column means the same in every format; `chat` is the `tomc` "
+        "row above. Prepare ms is `prepare_request` alone, conversion excluded. Conversion "
+        f"notes: {'; '.join(notes) if notes else 'none (every request converted exactly)'}.",
+        *(_CAUSES if any(not c.identical for c in report.comparisons.values()) else []),
+    ]
+
+
+_CAUSES = [
+    "- Why a format can differ from chat, as found when this comparison was added (a replay "
+    "with the session's per-item counts and `keep_recent_messages` patched to chat's units "
+    "matched chat exactly in Responses and everywhere but `thinking_bound` in Messages, at "
+    "every window): (1) the session's own count of a request depends on its format, since each "
+    "dialect counts other text for the same content (a tool result as id then text or text then "
+    "id; the system prompt as an item or inside the JSON of `system` and the tools; the tool "
+    "schemas in each format's JSON; a Responses assistant turn with text as two items, each with "
+    "its framing constant), so a request near the fit limit, a budget share or the reuse limit "
+    "lands on the other side; (2) `keep_recent_messages` counts items, and a Responses turn is "
+    "up to three (message, `function_call`, `function_call_output`) where chat has two "
+    "messages, so fewer recent steps stay raw and one more tool call is compiled; (3) the "
+    "trajectory with `reasoning_content` carries it as signed `thinking` blocks, which Anthropic "
+    "binds to the prefix before them: by default such a rewrite passes through "
+    "(`thinking_bound`), over the window when the window is small.",
+]
 
 
 def _calibration(cal: dict[str, Any]) -> list[str]:

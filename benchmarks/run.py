@@ -257,13 +257,14 @@ def agent_loop_section(quick: bool) -> list[str]:
         path,
         windows=agent_replay.QUICK_WINDOWS if quick else agent_replay.WINDOWS,
         limit=agent_replay.QUICK_TRAJECTORIES if quick else None,
+        dialects=agent_replay.QUICK_DIALECTS if quick else agent_replay.DIALECT_NAMES,
     )
     from benchmarks import gateway_load, request_overhead
 
     overhead = request_overhead.measure(100_000 if quick else 1_000_000)
     return [
         "Produced by the same run (`python -m benchmarks.agent_replay"
-        f"{' --quick' if quick else ''}` prints it alone).",
+        f"{' --quick' if quick else ' --dialects chat,messages,responses'}` prints it alone).",
         "",
         *report.to_markdown().splitlines(),
         "",

@@ -344,3 +344,5 @@ def test_suite_section_skips_with_a_note_without_data(
     lines = suite.agent_loop_section(quick=True)
     assert "### Window 24,000 (prompt budget 19,904)" in lines
     assert any(line.startswith("12 trajectories,") for line in lines)  # the quick set
+    assert "#### `tomc` in each wire format, window 24,000" in lines
+    assert not any(line.startswith(("| messages |", "| responses |")) for line in lines)
