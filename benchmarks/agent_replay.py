@@ -47,8 +47,9 @@ COUNT_NOTE = (
     f"raw arguments) plus {tj.MESSAGE_FRAMING} framing tokens per message, "
     f"{tj.TOOL_CALL_FRAMING} per tool call, {tj.REPLY_PRIMING} for reply priming and the o200k "
     "count of the tool schemas' JSON once per request: an approximation of what a provider "
-    "bills, not a reproduction of it. Every method decides what fits with these same counts, "
-    "except `tomc`, which uses its own (lexical) estimates."
+    "bills, not a reproduction of it. The baselines decide what fits with these same counts; "
+    "`tomc` uses its own count (o200k too, for a model profile naming that encoding, with its "
+    "own framing constants), and `tomc-margin` o200k times its safety margin."
 )
 
 

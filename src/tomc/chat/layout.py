@@ -20,6 +20,8 @@ from .conversation import (
     ASSISTANT,
     COMPACTION,
     INSTRUCTION,
+    REASONING,
+    TOOL,
     USER,
     Entry,
     allowed_cuts,
@@ -60,13 +62,12 @@ def _tail_start(cuts: Sequence[bool], floor: int, limit: int) -> int:
 
 
 def plan_layout(entries: Sequence[Entry], keep_recent: int) -> Layout:
-    """Regions that may be compiled when the ``keep_recent`` newest items stay raw."""
-    count = len(entries)
+    """Regions that may be compiled when the ``keep_recent`` newest messages stay raw."""
     cuts = allowed_cuts(entries)
     compaction = latest_index(entries, COMPACTION)
     floor = 0 if compaction is None else compaction + 1
     task = latest_index(entries, USER)
-    limit = count - max(0, keep_recent)
+    limit = _recent_start(entries, keep_recent)
     last_assistant = latest_index(entries, ASSISTANT)
     if last_assistant is not None:
         limit = min(limit, last_assistant)
@@ -83,6 +84,27 @@ def plan_layout(entries: Sequence[Entry], keep_recent: int) -> Layout:
         if task is not None and tail > task + 1:
             regions.append(Region(task + 1, tail, WORK))
     return Layout(tuple(regions), tail, task, floor)
+
+
+def _recent_start(entries: Sequence[Entry], keep_recent: int) -> int:
+    """Where the ``keep_recent`` newest messages begin, counted as Chat Completions counts them,
+    so every format protects the same tail: one assistant turn (a Responses message and its
+    function calls are several items) is one message, each tool result is one message (an
+    Anthropic user message of three results is three), and reasoning items count for nothing."""
+    seen = 0
+    for index in range(len(entries) - 1, -1, -1):
+        if seen >= keep_recent:
+            return index + 1
+        entry = entries[index]
+        if entry.kind == TOOL:
+            seen += max(1, len(entry.outputs))
+        elif entry.kind == REASONING:
+            continue
+        elif entry.kind == ASSISTANT and index > 0 and entries[index - 1].kind == ASSISTANT:
+            continue  # the same turn as the item before it
+        else:
+            seen += 1
+    return 0
 
 
 def _compilable(entries: Sequence[Entry], start: int, end: int) -> bool:

@@ -198,6 +198,10 @@ class AnthropicMessages(BaseDialect):
                 if previous_calls:
                     problems.append(f"message {index}: tool_use ids without tool_result after them")
                 previous_calls = {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
+        if previous_calls:
+            problems.append(
+                f"tool_use ids without tool_result after them: {sorted(previous_calls)}"
+            )
         return problems
 
     def finalize(
