@@ -755,6 +755,17 @@ def _dialects(text: str) -> tuple[str, ...]:
     return names
 
 
+def _hide_bpe_from_sessions() -> None:
+    """Make the sessions' meter find no BPE vocabulary, as on an install without the extra."""
+    from tomc.chat import meter
+    from tomc.errors import CounterUnavailableError
+
+    def unavailable(encoding: str) -> Any:
+        raise CounterUnavailableError(f"bpe:{encoding} hidden by --without-bpe")
+
+    meter._bpe = unavailable  # type: ignore[assignment]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -788,8 +799,16 @@ def main(argv: list[str] | None = None) -> int:
         help="extra AutomaticChatSession arguments for the tomc methods, as JSON "
         '(an ablation, e.g. \'{"work_query": "task"}\')',
     )
+    parser.add_argument(
+        "--without-bpe",
+        action="store_true",
+        help="replay the sessions as if the bpe extra were not installed (they fall back to "
+        "the calibrated lexical estimate); the benchmark's own counts stay o200k",
+    )
     args = parser.parse_args(argv)
     Tomc.SESSION_OPTIONS = args.session
+    if args.without_bpe:
+        _hide_bpe_from_sessions()
     windows = args.windows or (QUICK_WINDOWS if args.quick else WINDOWS)
     dialects = args.dialects or (QUICK_DIALECTS if args.quick else DIALECT_NAMES)
     try:
