@@ -58,14 +58,14 @@ def agent_history(turns: int, *, calls: int = 2, lines: int = 6) -> list[dict[st
 def history_tokens(history: list[dict[str, Any]]) -> int:
     """What a session counts for these messages (model without a published tokenizer)."""
     from tomc.chat.dialects import DIALECTS
-    from tomc.chat.meter import CALL_OVERHEAD, ITEM_OVERHEAD, meter_for
+    from tomc.chat.items import read_item
+    from tomc.chat.meter import meter_for
 
-    meter, total = meter_for(None), 0
-    for index, message in enumerate(history):
-        entry, counted = DIALECTS["chat"].read(message, index)
-        structure = len(entry.calls) + len(entry.outputs)
-        total += meter.count(counted) + ITEM_OVERHEAD + CALL_OVERHEAD * structure
-    return total
+    meter = meter_for(None)
+    return sum(
+        read_item(DIALECTS["chat"], meter, message, index).tokens
+        for index, message in enumerate(history)
+    )
 
 
 @contextmanager

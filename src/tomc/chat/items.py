@@ -10,7 +10,15 @@ from .conversation import Entry
 from .dialects import Dialect
 from .meter import CALL_OVERHEAD, ITEM_OVERHEAD, TokenMeter
 
-__all__ = ["ItemCache"]
+__all__ = ["ItemCache", "read_item"]
+
+
+def read_item(dialect: Dialect, meter: TokenMeter, item: Any, index: int) -> Entry:
+    """One item as an entry, with its token count: its text by ``meter`` plus the framing of
+    the item and of each tool call or result it carries."""
+    entry, counted = dialect.read(item, index)
+    structure = len(entry.calls) + len(entry.outputs)
+    return replace(entry, tokens=meter.count(counted) + ITEM_OVERHEAD + CALL_OVERHEAD * structure)
 
 
 class ItemCache:
@@ -38,12 +46,8 @@ class ItemCache:
         entries = self.entries[:same]
         snapshots = snapshots[:same]
         for index in range(same, len(items)):
-            item = items[index]
-            entry, counted = dialect.read(item, index)
-            structure = len(entry.calls) + len(entry.outputs)
-            tokens = meter.count(counted) + ITEM_OVERHEAD + CALL_OVERHEAD * structure
-            entries.append(replace(entry, tokens=tokens))
-            snapshots.append(_snapshot(item))
+            entries.append(read_item(dialect, meter, items[index], index))
+            snapshots.append(_snapshot(items[index]))
         self.snapshots, self.entries = snapshots, entries
         return entries
 

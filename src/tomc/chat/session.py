@@ -24,7 +24,7 @@ from .conversation import INSTRUCTION, Entry
 from .decision import Decision
 from .dialects import DIALECTS, Dialect, PassThrough, dialect_for
 from .dialects.base import prompt_size
-from .items import ItemCache
+from .items import ItemCache, read_item
 from .layout import HISTORY, Layout, Region, plan_layout
 from .memory import build_region_memory
 from .meter import ITEM_OVERHEAD, TokenMeter, meter_for
@@ -145,7 +145,6 @@ class AutomaticChatSession:
         self._frozen: Frozen | None = None
         self._usage_hint: int | None = None
         self._thresholds_done: set[float] = set()
-        self._native_epoch = 0
         self._items = ItemCache()
         self._meters: dict[str | None, TokenMeter] = {}
         self._last_sent: tuple[int, TokenMeter] | None = None
@@ -632,15 +631,14 @@ class AutomaticChatSession:
                 "compile_error", f"{why}; compilation failed ({type(exc).__name__}: {exc})"
             ) from exc
         item = plan.dialect.memory_item(memory.text, self._memory_role(plan.dialect))
-        entry, counted = plan.dialect.read(item, region.start)
-        tokens = plan.meter.count(counted) + ITEM_OVERHEAD
+        entry = read_item(plan.dialect, plan.meter, item, region.start)
         compiled = sum(1 for i in range(region.start, region.end) if entries[i].kind != INSTRUCTION)
         return Segment(
             region=region,
             item=item,
             entry=entry,
             text=memory.text,
-            tokens=tokens,
+            tokens=entry.tokens,
             budget=budget,
             compiled=compiled,
             strategy=memory.strategy,

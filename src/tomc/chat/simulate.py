@@ -23,7 +23,8 @@ from typing import Any
 
 from .dialects.base import as_mapping
 from .dialects.chat_completions import ChatCompletions
-from .meter import CALL_OVERHEAD, ITEM_OVERHEAD, meter_for
+from .items import read_item
+from .meter import meter_for
 from .session import AutomaticChatSession
 from .workloads import Workload, agent_workload, locomo_workloads
 
@@ -117,10 +118,7 @@ class _Tokens:
             text = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
             tokens = self.cache.get(text)
             if tokens is None:
-                entry, counted = self.dialect.read(data, 0)
-                structure = len(entry.calls) + len(entry.outputs)
-                tokens = self.meter.count(counted) + ITEM_OVERHEAD + CALL_OVERHEAD * structure
-                self.cache[text] = tokens
+                tokens = self.cache[text] = read_item(self.dialect, self.meter, data, 0).tokens
             key = hash((key, text))
             total += tokens
             chain.append((key, total))

@@ -185,8 +185,7 @@ class Gateway:
             return body, {}, None
         conversation = None
         try:
-            key = conversation_key(api, headers, data)
-            conversation = self.store.get(f"{key}|{data.get('model')}", api)
+            conversation = self.store.get(conversation_key(api, headers, data), api)
             prepared = await anyio.to_thread.run_sync(
                 partial(conversation.session.prepare_request, data, api=api)
             )
@@ -221,8 +220,7 @@ class Gateway:
         native compaction."""
         try:
             data = json.loads(body)
-            key = conversation_key(api, headers, data)
-            conversation = self.store.get(f"{key}|{data.get('model')}", api)
+            conversation = self.store.get(conversation_key(api, headers, data), api)
         except Exception:  # only bookkeeping: never fail the request for it
             return
         conversation.session.note_compaction(f"{api} compact endpoint")

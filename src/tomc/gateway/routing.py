@@ -13,7 +13,9 @@ Conversations are keyed from what the client sends, in this order:
 - Codex: the body's ``prompt_cache_key``, else a ``session-id`` / ``session_id`` /
   ``conversation_id`` header;
 - otherwise a hash of the instructions and the first user turn, which stay the same for the
-  whole conversation.
+  whole conversation;
+
+and the model, so a side request to a small model under the same session is kept apart.
 """
 
 from __future__ import annotations
@@ -105,7 +107,12 @@ def _claude_session(headers: Mapping[str, str], body: Mapping[str, Any]) -> str 
 
 
 def conversation_key(api: str, headers: Mapping[str, str], body: Mapping[str, Any]) -> str:
-    """A stable key for the conversation a request belongs to (see the module docstring)."""
+    """A stable key for the conversation a request belongs to (see the module docstring), with
+    the model: a side request to a small model under the same session is another conversation."""
+    return f"{_conversation(api, headers, body)}|{body.get('model')}"
+
+
+def _conversation(api: str, headers: Mapping[str, str], body: Mapping[str, Any]) -> str:
     if api == "messages":
         session = _claude_session(headers, body)
         if session:

@@ -27,7 +27,6 @@ from ..conversation import (
     Entry,
     ToolCall,
     ToolOutput,
-    pairing_problems,
 )
 from .base import BaseDialect, PassThrough, as_mapping, canonical_digest
 
@@ -167,9 +166,6 @@ class AnthropicMessages(BaseDialect):
 
     def memory_item(self, text: str, role: str) -> dict[str, Any]:
         return {"role": "user", "content": [{"type": "text", "text": text}]}
-
-    def pairing(self, entries: Sequence[Entry]) -> list[str]:
-        return pairing_problems(entries, adjacent=True, allow_pending_tail=True)
 
     def validate(self, items: Sequence[Any]) -> list[str]:
         """Tool results answer the directly preceding assistant's tool_use ids and come first."""

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
-from ..conversation import Entry
+from ..conversation import Entry, pairing_problems
 
 __all__ = [
     "BaseDialect",
@@ -151,10 +151,12 @@ def prompt_size(usage: Any) -> int | None:
 
 
 class BaseDialect:
-    """What the three dialects share: splicing by ``items_key``, reading usage, no last rules."""
+    """What the three dialects share: splicing by ``items_key``, the pairing check by
+    ``adjacent_results``, reading usage, no last rules."""
 
     name: ClassVar[str]
     items_key: ClassVar[str]
+    adjacent_results: ClassVar[bool]
 
     def _mapping(self, item: Any, index: int, what: str) -> dict[str, Any]:
         data = as_mapping(item)
@@ -174,6 +176,9 @@ class BaseDialect:
 
     def with_items(self, request: Mapping[str, Any], items: list[Any]) -> dict[str, Any]:
         return {**request, self.items_key: items}
+
+    def pairing(self, entries: Sequence[Entry]) -> list[str]:
+        return pairing_problems(entries, adjacent=self.adjacent_results, allow_pending_tail=True)
 
     def finalize(
         self,

@@ -125,9 +125,6 @@ class ChatCompletions(BaseDialect):
     def memory_item(self, text: str, role: str) -> dict[str, Any]:
         return {"role": role, "content": text}
 
-    def pairing(self, entries: Sequence[Entry]) -> list[str]:
-        return _pairing(entries, adjacent=True, allow_pending_tail=True)
-
     def validate(self, items: Sequence[Any]) -> list[str]:
         return check_tool_pairing(items)
 

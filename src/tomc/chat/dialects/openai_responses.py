@@ -135,9 +135,6 @@ class OpenAIResponses(BaseDialect):
     def memory_item(self, text: str, role: str) -> dict[str, Any]:
         return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
 
-    def pairing(self, entries: Sequence[Entry]) -> list[str]:
-        return pairing_problems(entries, adjacent=False, allow_pending_tail=True)
-
     def validate(self, items: Sequence[Any]) -> list[str]:
         """Outputs answer an earlier call by ``call_id``; a reasoning item has an item after it;
         compaction items come before everything that was compiled."""
