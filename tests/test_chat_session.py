@@ -440,3 +440,25 @@ def test_the_callers_history_is_never_mutated():
     sent, _ = session.prepare(model="m", messages=history)
     sent.append({"role": "user", "content": "appended to the view only"})
     assert json.dumps(history, sort_keys=True) == snapshot
+
+
+def test_context_target_keeps_the_prompt_under_it_whatever_the_model():
+    history = agent_history(40)
+    total = history_tokens(history)
+    target = total // 2
+    # An unlisted model: the target alone is enough to compact it.
+    session = AutomaticChatSession(context_target=target, backoff_thresholds=())
+    sent, decision = session.prepare(
+        model="my-private-model", messages=history, options={"max_tokens": 64_000}
+    )
+    assert decision.action == "compiled"
+    assert decision.context_target == target
+    # The output reservation is the window's business: only the prompt counts against a target.
+    assert decision.tokens_after <= target < decision.tokens_before
+    assert decision.effective_window == target + 64_000
+    # A per-request target wins over the session's, and a history under it passes unchanged.
+    sent, decision = AutomaticChatSession(context_target=10).prepare(
+        model="gpt-4o", messages=history, context_target=total * 2
+    )
+    assert sent is history and decision.code == "fits"
+    assert decision.context_target == total * 2

@@ -14,7 +14,7 @@ CODES: dict[str, str] = {
     "reused": "the frozen memory was sent again; the prefix is unchanged",
     # sent unchanged
     "fits": "the request fits the window; nothing is rewritten",
-    "unknown_model": "no profile and no deployment_context_limit: no capacity is assumed",
+    "unknown_model": "no profile, no deployment_context_limit and no context_target",
     "native_pause": "the host is compacting natively",
     "native_cooldown": "a native compaction just completed; a few requests pass through",
     "agent_compaction": "the agent's own compaction request (it summarises its history itself)",
@@ -62,6 +62,8 @@ class Decision:
     hint_source: str | None
     compile_latency_s: float
     applied_strategy: str | None
+    #: The prompt size the request was kept at or under, when a context target applied.
+    context_target: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

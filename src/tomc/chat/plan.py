@@ -134,6 +134,7 @@ class RequestPlan:
         self.tokens_after = 0
         self.window: int | None = None
         self.fit_limit = 0
+        self.target: int | None = None
         self.hint: int | None = None
         self.hint_source: str | None = None
         self.segments: Sequence[Segment] = ()
@@ -194,4 +195,5 @@ class RequestPlan:
             hint_source=self.hint_source,
             compile_latency_s=sum(s.latency_s for s in segments) if compiled else 0.0,
             applied_strategy=segments[-1].strategy if segments else None,
+            context_target=self.target,
         )

@@ -87,6 +87,7 @@ class AutomaticChatSession:
         native_cooldown_requests: int = 2,
         native_pause_limit: int = 8,
         deployment_context_limit: int | None = None,
+        context_target: int | None = None,
         output_reserve: int = 8192,
         budget_tokens: int | None = None,
         keep_recent_messages: int = 6,
@@ -118,6 +119,7 @@ class AutomaticChatSession:
         for name, value in (
             ("stable_growth_tokens", stable_growth_tokens),
             ("deployment_context_limit", deployment_context_limit),
+            ("context_target", context_target),
             ("budget_tokens", budget_tokens),
         ):
             if value is not None and value <= 0:
@@ -126,6 +128,7 @@ class AutomaticChatSession:
         self.refresh_every = refresh_every
         self.stable_growth_tokens = stable_growth_tokens
         self.deployment_context_limit = deployment_context_limit
+        self.context_target = context_target
         self.output_reserve = output_reserve
         self.budget_tokens = budget_tokens
         self.keep_recent_messages = keep_recent_messages
@@ -168,6 +171,7 @@ class AutomaticChatSession:
         api: str | None = None,
         task: str | None = None,
         deployment_context_limit: int | None = None,
+        context_target: int | None = None,
         budget_tokens: int | None = None,
         **options: Any,
     ) -> Any:
@@ -187,6 +191,7 @@ class AutomaticChatSession:
             api=dialect.name,
             task=task,
             deployment_context_limit=deployment_context_limit,
+            context_target=context_target,
             budget_tokens=budget_tokens,
         )
         response = send(**_with_headers(prepared.body, prepared.headers, client))
@@ -203,6 +208,7 @@ class AutomaticChatSession:
         api: str | None = None,
         task: str | None = None,
         deployment_context_limit: int | None = None,
+        context_target: int | None = None,
         budget_tokens: int | None = None,
         **options: Any,
     ) -> Any:
@@ -218,6 +224,7 @@ class AutomaticChatSession:
             api=dialect.name,
             task=task,
             deployment_context_limit=deployment_context_limit,
+            context_target=context_target,
             budget_tokens=budget_tokens,
         )
         _LAST_DECISION.set(prepared.decision)
@@ -233,6 +240,7 @@ class AutomaticChatSession:
         messages: Any,
         task: str | None = None,
         deployment_context_limit: int | None = None,
+        context_target: int | None = None,
         budget_tokens: int | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> tuple[Any, Decision]:
@@ -245,6 +253,7 @@ class AutomaticChatSession:
             api="chat",
             task=task,
             deployment_context_limit=deployment_context_limit,
+            context_target=context_target,
             budget_tokens=budget_tokens,
         )
         return prepared.body["messages"], prepared.decision
@@ -256,6 +265,7 @@ class AutomaticChatSession:
         api: str | None = None,
         task: str | None = None,
         deployment_context_limit: int | None = None,
+        context_target: int | None = None,
         budget_tokens: int | None = None,
     ) -> PreparedRequest:
         """Decide one request body in any supported format without sending it.
@@ -274,7 +284,9 @@ class AutomaticChatSession:
                 default_reserve=self.output_reserve,
             )
             try:
-                body, headers = self._decide(plan, task, deployment_context_limit, budget_tokens)
+                body, headers = self._decide(
+                    plan, task, deployment_context_limit, context_target, budget_tokens
+                )
             except (Pass, PassThrough) as passed:
                 plan.passthrough(passed.code, passed.reason)
                 if passed.code == "agent_compaction":
@@ -371,6 +383,7 @@ class AutomaticChatSession:
         plan: RequestPlan,
         task: str | None,
         deployment_limit: int | None,
+        target: int | None,
         explicit_budget: int | None,
     ) -> tuple[dict[str, Any], dict[str, str]]:
         gate = self.native.gate()  # every logical request counts toward pause and cooldown
@@ -378,11 +391,17 @@ class AutomaticChatSession:
         plan.meter = self._meter(profile)
         limit = deployment_limit if deployment_limit is not None else self.deployment_context_limit
         window = effective_window(profile, limit)
+        target = target if target is not None else self.context_target
+        if target is not None and target <= 0:
+            raise Pass("invalid_request", f"context_target must be positive, not {target}")
+        if window is None and target is not None:
+            # A target alone is enough: the prompt is kept under it whatever the model.
+            window = target + plan.output_reserve
         if window is None:  # decided before reading anything: such a request costs nothing
             raise Pass(
                 "unknown_model",
-                f"unknown model {plan.model!r}: no bundled profile and no "
-                "deployment_context_limit, so no capacity is assumed",
+                f"unknown model {plan.model!r}: no bundled profile, no "
+                "deployment_context_limit and no context_target, so no capacity is assumed",
             )
         # Read even while a native compaction pauses the session, so the item cache stays warm.
         plan.read(self._items)
@@ -390,6 +409,9 @@ class AutomaticChatSession:
             raise Pass(*gate)
         plan.window = window
         plan.fit_limit = window - plan.output_reserve
+        if target is not None and target < plan.fit_limit:
+            plan.fit_limit = target
+        plan.target = target
         self._backoff(plan)
         explicit = explicit_budget if explicit_budget is not None else self.budget_tokens
         frozen = self._frozen
