@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import threading
 
@@ -19,7 +20,7 @@ from chat_strategies import agent_loops
 from fake_providers import FakeProvider, Usage
 from tomc import UnsupportedClientError
 from tomc.chat import AutomaticChatSession, check_tool_pairing
-from tomc.chat.memory import HISTORY_HEADER, WORK_HEADER
+from tomc.chat.memory import CONTINUED_PREFIX, HISTORY_HEADER, WORK_HEADER
 
 O200K = bpe_openai.get_encoding("o200k_base")
 TOOLS = [
@@ -114,7 +115,7 @@ def test_rewrites_keep_task_tail_order_and_pairing(history, share, keep, query):
             assert text.startswith(HISTORY_MARK) and (at == len(order) or order[at] <= task)
 
 
-def test_an_advance_keeps_the_history_memory_and_recompiles_only_the_work():
+def test_an_advance_keeps_the_history_memory_and_appends_work_blocks():
     earlier = []
     for turn in range(30):
         earlier += [
@@ -123,18 +124,25 @@ def test_an_advance_keeps_the_history_memory_and_recompiles_only_the_work():
         ]
     history = [TASK[0], *earlier, TASK[1]]
     session = AutomaticChatSession(deployment_context_limit=9_000, backoff_thresholds=())
-    memories = []
+    rebuilt = []
     for step in range(60):
         sent, decision = session.prepare(
             model="gpt-4o", messages=history, options={"max_tokens": 1024}
         )
         if decision.code == "compiled":
-            memories.append([m["content"] for m in sent if m not in history])
+            rebuilt.append((decision.rebuild, [m["content"] for m in sent if m not in history]))
         history = history + agent_step(step)
-    assert len(memories) >= 3
-    history_memories = {texts[0] for texts in memories if texts[0].startswith(HISTORY_MARK)}
+    kinds = [kind for kind, _ in rebuilt]
+    assert len(rebuilt) >= 3 and kinds[0] == "build" and "append" in kinds
+    history_memories = {texts[0] for _, texts in rebuilt if texts[0].startswith(HISTORY_MARK)}
     assert len(history_memories) == 1  # every advance kept the identical history memory
-    assert all(texts[-1].startswith(WORK_MARK) for texts in memories[1:])
+    for (_, before), (kind, after) in itertools.pairwise(rebuilt):
+        if kind == "append":
+            # Every block already sent stays byte-identical; one block follows them.
+            assert after[: len(before)] == before and len(after) == len(before) + 1
+            assert after[-1].startswith(CONTINUED_PREFIX)
+        else:
+            assert after[-1].startswith(WORK_MARK)
 
 
 def test_a_session_refuses_a_client_it_cannot_drive_before_anything_changes():

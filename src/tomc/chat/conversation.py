@@ -62,8 +62,10 @@ class Entry:
     a history that would need it compiled passes through. Thinking and reasoning are not blockers:
     inside the compiled region they are dropped whole, never turned into text. ``signed_thinking``
     marks an item that carries thinking bound to the prefix before it. ``glue_next`` keeps an item
-    with the one after it (a Responses reasoning item and its output). ``tokens`` is the item's
-    count by the session's meter; ``digest`` identifies its exact content.
+    with the one after it (a Responses reasoning item and its output). ``pinned`` marks a user
+    turn that carries agent-injected instructions (see :mod:`tomc.chat.injected`): it stays raw
+    in place like an instruction, and its ``text`` is the user's own words only. ``tokens`` is the
+    item's count by the session's meter; ``digest`` identifies its exact content.
     """
 
     kind: str
@@ -74,8 +76,14 @@ class Entry:
     glue_next: bool = False
     blocker: str | None = None
     signed_thinking: bool = False
+    pinned: bool = False
     tokens: int = 0
     digest: bytes = b""
+
+    @property
+    def kept(self) -> bool:
+        """Sent raw and in place even inside a compiled region (instructions, pinned turns)."""
+        return self.kind == INSTRUCTION or self.pinned
 
 
 def latest_index(entries: Sequence[Entry], kind: str) -> int | None:

@@ -64,6 +64,10 @@ class Decision:
     applied_strategy: str | None
     #: The prompt size the request was kept at or under, when a context target applied.
     context_target: int | None = None
+    #: For a compiled request: ``"build"`` (the first memory), ``"append"`` (one more block after
+    #: the frozen ones, whose cached prefix stays valid) or ``"merge"`` (the memory built whole
+    #: again).
+    rebuild: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from .conversation import (
     ASSISTANT,
     COMPACTION,
-    INSTRUCTION,
     REASONING,
     TOOL,
     USER,
@@ -108,4 +107,4 @@ def _recent_start(entries: Sequence[Entry], keep_recent: int) -> int:
 
 
 def _compilable(entries: Sequence[Entry], start: int, end: int) -> bool:
-    return any(entries[index].kind != INSTRUCTION for index in range(start, end))
+    return any(not entries[index].kept for index in range(start, end))

@@ -14,12 +14,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compiler import compile_memory
-from .conversation import INSTRUCTION, TOOL, Entry
+from .conversation import TOOL, Entry
 from .layout import WORK
 from .meter import TokenMeter
 from .work_memory import build_work_memory
 
-__all__ = ["HISTORY_HEADER", "WORK_HEADER", "RegionMemory", "build_region_memory", "entry_text"]
+__all__ = [
+    "CONTINUED_PREFIX",
+    "HISTORY_HEADER",
+    "WORK_HEADER",
+    "RegionMemory",
+    "build_region_memory",
+    "entry_text",
+]
 
 HISTORY_HEADER = (
     "[TOMC memory of {count} earlier items, from before the current task, compiled on the CPU. "
@@ -31,6 +38,13 @@ WORK_HEADER = (
     "agent's notes, compiled on the CPU; the newest steps follow unchanged after it. Kept output "
     "lines appear under the call that produced them, in their original order; a line that is "
     "missing here was left out, not absent.]"
+)
+CONTINUED_PREFIX = "[TOMC memory, continued"
+CONTINUED_HEADER = (
+    CONTINUED_PREFIX + ": {calls} more tool calls on the current task and the agent's notes, "
+    "compiled on the CPU; the newest steps follow unchanged after it. Kept output lines appear "
+    "under the call that produced them, in their original order; a line that is missing here "
+    "was left out, not absent.]"
 )
 #: At most this share of a work memory goes to exact records (when the task asks for them): an
 #: agent's next step mostly needs the output lines, and code lines such as ``x = compute()``
@@ -72,9 +86,11 @@ def build_region_memory(
     strategy: str,
     compiler: Callable[..., Any] | None = None,
     first_call_number: int = 1,
+    continued: bool = False,
 ) -> RegionMemory:
-    """One memory for ``entries`` within ``budget`` tokens of ``meter``."""
-    content = [entry for entry in entries if entry.kind != INSTRUCTION]
+    """One memory for ``entries`` within ``budget`` tokens of ``meter``; ``continued`` marks a
+    block appended after earlier memory blocks of the same work."""
+    content = [entry for entry in entries if not entry.kept]
     has_tools = any(entry.calls or entry.kind == TOOL for entry in content)
     # The compiler refuses NUL bytes as binary data; in a tool's output they are shown escaped.
     history = [
@@ -85,6 +101,7 @@ def build_region_memory(
     if kind == WORK or has_tools:
         calls = sum(len(entry.calls) for entry in content)
         template = WORK_HEADER if kind == WORK else HISTORY_WORK_HEADER
+        template = CONTINUED_HEADER if continued else template
         header = template.format(count=len(content), calls=calls)
         if strategy in ("tomc", "tomc_raw"):
             # Exact records first when the task asks for them (a value, a relation, a count);

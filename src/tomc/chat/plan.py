@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .conversation import INSTRUCTION, Entry
+from .conversation import Entry
 from .decision import Decision
 from .dialects import Dialect
 from .items import ItemCache
@@ -75,7 +75,7 @@ def view_entries(plan: RequestPlan, segments: Sequence[Segment]) -> list[Entry]:
     for segment in segments:
         region = segment.region
         out.extend(entries[position : region.start])
-        out.extend(e for e in entries[region.start : region.end] if e.kind == INSTRUCTION)
+        out.extend(e for e in entries[region.start : region.end] if e.kept)
         out.append(segment.entry)
         position = region.end
     out.extend(entries[position:])
@@ -93,7 +93,7 @@ def view(plan: RequestPlan, segments: Sequence[Segment]) -> tuple[list[Any], int
         view.extend(items[position : region.start])
         tokens += sum(entry.tokens for entry in entries[position : region.start])
         for index in range(region.start, region.end):
-            if entries[index].kind == INSTRUCTION:
+            if entries[index].kept:
                 view.append(items[index])
                 tokens += entries[index].tokens
         view.append(segment.item)
@@ -122,6 +122,7 @@ class RequestPlan:
         self.number = number
         self.policy = policy
         self.rebuilds = 0
+        self.rebuild: str | None = None
         self.action = "passthrough"
         self.code = ""
         self.reason = ""
@@ -196,4 +197,5 @@ class RequestPlan:
             compile_latency_s=sum(s.latency_s for s in segments) if compiled else 0.0,
             applied_strategy=segments[-1].strategy if segments else None,
             context_target=self.target,
+            rebuild=self.rebuild if compiled else None,
         )

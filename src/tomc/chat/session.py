@@ -20,13 +20,14 @@ from typing import Any
 
 from ..budget import MIN_BUDGET, default_budget
 from ..errors import InvalidOptionError, UnsupportedClientError
-from .conversation import INSTRUCTION, Entry
+from .blocks import plan_append
+from .conversation import Entry
 from .decision import Decision
 from .dialects import DIALECTS, Dialect, PassThrough, dialect_for
 from .dialects.base import prompt_size
 from .items import ItemCache, read_item
 from .layout import HISTORY, Layout, Region, plan_layout
-from .memory import build_region_memory
+from .memory import CONTINUED_PREFIX, build_region_memory
 from .meter import ITEM_OVERHEAD, TokenMeter, meter_for
 from .native import NativeEvent, NativeState, read_native_event
 from .plan import Frozen, Pass, RequestPlan, Segment, share, view_entries
@@ -518,15 +519,13 @@ class AutomaticChatSession:
             )
         if not task_text.strip():
             raise Pass("no_task", f"{why}; but there is no task (no user message, none given)")
-        segments = self._segments(plan, layout, task_text, explicit, why)
-        view, view_tokens = build_view(plan, segments)
-        attempt = 1
-        while view_tokens > plan.fit_limit and attempt < _FIT_ATTEMPTS:
-            # A memory measured a little over its estimate (BPE is not additive across lines):
-            # take the overflow off the largest segment and build it again.
-            layout, segments = self._shrink(plan, layout, segments, view_tokens, task_text, why)
-            view, view_tokens = build_view(plan, segments)
-            attempt += 1
+        built = self._append(plan, layout, task_text, explicit, why)
+        if built is None:
+            kind = "merge" if self._frozen is not None else "build"
+            built = self._build_whole(plan, layout, task_text, explicit, why)
+        else:
+            kind = "append"
+        segments, view, view_tokens = built
         if view_tokens > plan.fit_limit:
             raise Pass(
                 "cannot_fit",
@@ -550,8 +549,52 @@ class AutomaticChatSession:
             dialect=plan.dialect.name,
         )
         self.rebuilds += 1
+        plan.rebuild = kind
         plan.use(segments, view_tokens, "compiled", why)
         return finished
+
+    def _append(
+        self, plan: RequestPlan, layout: Layout, task: str, explicit: int | None, why: str
+    ) -> tuple[tuple[Segment, ...], list[Any], int] | None:
+        """One more memory block after the frozen ones (their bytes, and so the provider's
+        cached prefix, stay as they were), or ``None`` when the work memory must be rebuilt."""
+        frozen = self._frozen
+        if frozen is None or explicit is not None or self._stale(frozen, plan, explicit):
+            return None
+        headroom = int(self.growth_headroom * plan.fit_limit)
+        append = plan_append(plan, layout, frozen.segments, headroom)
+        if append is None:
+            return None
+        block = self._compile(plan, layout, append.region, task, append.budget, why, True)
+        segments = (*append.kept, block)
+        view, view_tokens = build_view(plan, segments)
+        for _ in range(_FIT_ATTEMPTS - 1):
+            if view_tokens <= plan.fit_limit:
+                break
+            block = self._shrunk(plan, layout, block, view_tokens - plan.fit_limit, task, why)
+            segments = (*append.kept, block)
+            view, view_tokens = build_view(plan, segments)
+        if view_tokens > plan.fit_limit or block.tokens >= _raw_tokens(plan, append.region):
+            return None
+        return segments, view, view_tokens
+
+    def _build_whole(
+        self, plan: RequestPlan, layout: Layout, task: str, explicit: int | None, why: str
+    ) -> tuple[tuple[Segment, ...], list[Any], int]:
+        segments = self._segments(plan, layout, task, explicit, why)
+        view, view_tokens = build_view(plan, segments)
+        for _ in range(_FIT_ATTEMPTS - 1):
+            if view_tokens <= plan.fit_limit:
+                break
+            # A memory measured a little over its estimate (BPE is not additive across lines):
+            # take the overflow off the largest segment and build it again.
+            largest = max(range(len(segments)), key=lambda k: segments[k].tokens)
+            smaller = self._shrunk(
+                plan, layout, segments[largest], view_tokens - plan.fit_limit, task, why
+            )
+            segments = (*segments[:largest], smaller, *segments[largest + 1 :])
+            view, view_tokens = build_view(plan, segments)
+        return segments, view, view_tokens
 
     def _segments(
         self, plan: RequestPlan, layout: Layout, task: str, explicit: int | None, why: str
@@ -559,7 +602,7 @@ class AutomaticChatSession:
         entries = plan.entries
         for region in layout.regions:
             for index in range(region.start, region.end):
-                if entries[index].blocker:
+                if entries[index].blocker and not entries[index].kept:
                     raise Pass(
                         "unsupported_content",
                         f"{why}; but item {index} would need compiling and carries "
@@ -577,7 +620,12 @@ class AutomaticChatSession:
             if region in reusable:
                 segments.append(reusable[region])
                 continue
-            segments.append(self._compile(plan, layout, region, task, budget, why))
+            segment = self._compile(plan, layout, region, task, budget, why)
+            # A memory never costs more than what it replaces: such a region stays raw.
+            if segment.tokens < _raw_tokens(plan, region):
+                segments.append(segment)
+        if not segments:
+            raise Pass("no_shrink", f"{why}; but no memory would be smaller than its history")
         return tuple(segments)
 
     def _budgets(
@@ -596,12 +644,12 @@ class AutomaticChatSession:
             entries[i].tokens
             for r in layout.regions
             for i in range(r.start, r.end)
-            if entries[i].kind == INSTRUCTION
+            if entries[i].kept
         )
         memory_overhead = ITEM_OVERHEAD * len(layout.regions)
         available = plan.fit_limit - (plan.tokens_before - inside) - instructions - memory_overhead
         sizes = [
-            sum(entries[i].tokens for i in range(r.start, r.end) if entries[i].kind != INSTRUCTION)
+            sum(entries[i].tokens for i in range(r.start, r.end) if not entries[i].kept)
             for r in layout.regions
         ]
         if explicit:
@@ -614,10 +662,17 @@ class AutomaticChatSession:
             for segment in frozen.segments:
                 if segment.region.kind == HISTORY and segment.region in layout.regions:
                     reusable[segment.region] = segment
-        if sum(wanted) <= available:
-            return wanted, reusable
+        # A whole build leaves twice the headroom: room for the raw steps still to come and
+        # for the blocks appended after it before the next whole build.
+        # A tight window gets what it can: the single headroom, else at least MIN_BUDGET.
         headroom = int(self.growth_headroom * plan.fit_limit)
-        room = available - headroom if available - headroom >= MIN_BUDGET else available
+        room = min(available, MIN_BUDGET)
+        for leave in (min(2 * headroom, int(0.9 * plan.fit_limit)), headroom):
+            if available - leave >= MIN_BUDGET:
+                room = available - leave
+                break
+        if sum(wanted) <= (available if explicit else room):
+            return wanted, reusable
         kept = sum(segment.tokens for segment in reusable.values())
         if reusable and room - kept >= min(MIN_BUDGET, sum(wanted) - kept):
             rest = [w for r, w in zip(layout.regions, wanted, strict=True) if r not in reusable]
@@ -629,7 +684,14 @@ class AutomaticChatSession:
         return share(room, wanted), {}
 
     def _compile(
-        self, plan: RequestPlan, layout: Layout, region: Region, task: str, budget: int, why: str
+        self,
+        plan: RequestPlan,
+        layout: Layout,
+        region: Region,
+        task: str,
+        budget: int,
+        why: str,
+        continued: bool = False,
     ) -> Segment:
         entries = plan.entries
         started = time.perf_counter()
@@ -646,6 +708,7 @@ class AutomaticChatSession:
                 strategy=self.strategy,
                 compiler=self._compiler,
                 first_call_number=1 + sum(len(e.calls) for e in entries[: region.start]),
+                continued=continued,
             )
         except Exception as exc:  # fail open: the caller's request must still go out
             logger.warning("compilation failed; passing through", exc_info=True)
@@ -654,7 +717,7 @@ class AutomaticChatSession:
             ) from exc
         item = plan.dialect.memory_item(memory.text, self._memory_role(plan.dialect))
         entry = read_item(plan.dialect, plan.meter, item, region.start)
-        compiled = sum(1 for i in range(region.start, region.end) if entries[i].kind != INSTRUCTION)
+        compiled = sum(1 for i in range(region.start, region.end) if not entries[i].kept)
         return Segment(
             region=region,
             item=item,
@@ -667,23 +730,14 @@ class AutomaticChatSession:
             latency_s=time.perf_counter() - started,
         )
 
-    def _shrink(
-        self,
-        plan: RequestPlan,
-        layout: Layout,
-        segments: tuple[Segment, ...],
-        view_tokens: int,
-        task: str,
-        why: str,
-    ) -> tuple[Layout, tuple[Segment, ...]]:
-        over = view_tokens - plan.fit_limit
-        largest = max(range(len(segments)), key=lambda k: segments[k].tokens)
-        target = segments[largest]
-        budget = target.budget - over - max(16, target.budget // 20)
+    def _shrunk(
+        self, plan: RequestPlan, layout: Layout, segment: Segment, over: int, task: str, why: str
+    ) -> Segment:
+        budget = segment.budget - over - max(16, segment.budget // 20)
         if budget <= 0:
-            return layout, segments
-        rebuilt = self._compile(plan, layout, target.region, task, budget, why)
-        return layout, (*segments[:largest], rebuilt, *segments[largest + 1 :])
+            return segment
+        continued = segment.text.startswith(CONTINUED_PREFIX)
+        return self._compile(plan, layout, segment.region, task, budget, why, continued)
 
     def _memory_role(self, dialect: Dialect) -> str:
         return self.memory_role if self.memory_role in dialect.memory_roles else "user"
@@ -708,10 +762,15 @@ def _raw_after_change(entries: Sequence[Entry], segments: Sequence[Segment]) -> 
     for segment in segments:
         region = segment.region
         out.extend(entries[position : region.start])
-        out.extend(e for e in entries[region.start : region.end] if e.kind == INSTRUCTION)
+        out.extend(e for e in entries[region.start : region.end] if e.kept)
         position = region.end
     out.extend(entries[position:])
     return out
+
+
+def _raw_tokens(plan: RequestPlan, region: Region) -> int:
+    """What the entries a memory of ``region`` replaces cost raw."""
+    return sum(e.tokens for e in plan.entries[region.start : region.end] if not e.kept)
 
 
 def _task_text(entries: Sequence[Entry], layout: Layout) -> str:

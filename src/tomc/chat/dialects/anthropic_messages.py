@@ -28,6 +28,7 @@ from ..conversation import (
     ToolCall,
     ToolOutput,
 )
+from ..injected import split_parts
 from .base import BaseDialect, PassThrough, as_mapping, canonical_digest
 
 __all__ = ["BINDING_BETA", "AnthropicMessages", "is_compaction_request"]
@@ -97,10 +98,12 @@ class AnthropicMessages(BaseDialect):
     def read(self, item: Any, index: int) -> tuple[Entry, str]:
         message = self._mapping(item, index, "message")
         role = message.get("role")
+        if role == "system":
+            # A mid-conversation system message (Claude Code sends its agent and skills list as
+            # one) is an instruction: it stays raw where it is, before any memory of its region.
+            text = json.dumps(message.get("content"), ensure_ascii=False, default=str)
+            return Entry(INSTRUCTION, "system", digest=canonical_digest(message)), text
         if role not in ("user", "assistant"):
-            # Mid-conversation system messages have placement rules of their own (never first,
-            # after a user turn): they stay where they are, so a history that would need one
-            # moved or compiled passes through.
             text = json.dumps(message.get("content"), ensure_ascii=False, default=str)
             entry = Entry(
                 INSTRUCTION,
@@ -144,10 +147,15 @@ class AnthropicMessages(BaseDialect):
                 blocker = blocker or f"a {kind or 'untyped'} block"
                 counted.append(json.dumps(block, ensure_ascii=False, default=str))
         kind_of = ASSISTANT if role == "assistant" else (TOOL if outputs else USER)
+        text, injected = ("\n".join(texts), False) if role == "assistant" else split_parts(texts)
+        pinned = injected and kind_of == USER
+        if pinned and not text.strip() and blocker is None:
+            kind_of, pinned = INSTRUCTION, False  # only the agent's own context: never a task
         entry = Entry(
             kind=kind_of,
             role=role,
-            text="\n".join(texts),
+            text=text,
+            pinned=pinned,
             calls=tuple(calls),
             outputs=tuple(outputs),
             blocker=blocker,

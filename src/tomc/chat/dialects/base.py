@@ -24,6 +24,7 @@ __all__ = [
     "canonical_digest",
     "part_text",
     "prompt_size",
+    "text_parts",
 ]
 
 
@@ -68,6 +69,14 @@ def part_text(part: Any) -> str | None:
         text = part.get("text")
         return text if isinstance(text, str) else None
     return None
+
+
+def text_parts(content: Any) -> list[str]:
+    """The texts of a content value: a string, or the text parts of a list of parts."""
+    if isinstance(content, str):
+        return [content]
+    texts = [part_text(part) for part in content] if isinstance(content, list) else []
+    return [text for text in texts if text is not None]
 
 
 class Dialect(Protocol):

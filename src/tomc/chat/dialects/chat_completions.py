@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 
 from ..conversation import ASSISTANT, INSTRUCTION, TOOL, USER, Entry, ToolCall, ToolOutput
 from ..conversation import pairing_problems as _pairing
-from .base import BaseDialect, PassThrough, canonical_digest, part_text
+from ..injected import split_parts
+from .base import BaseDialect, PassThrough, canonical_digest, part_text, text_parts
 
 __all__ = ["ChatCompletions", "check_tool_pairing"]
 
@@ -98,6 +99,12 @@ class ChatCompletions(BaseDialect):
             raise PassThrough(
                 "unsupported_content", f"message {index} has unsupported role {role!r}"
             )
+        pinned = False
+        if kind == USER and text:
+            own, pinned = split_parts(text_parts(message.get("content")))
+            if pinned and not own.strip() and blocker is None:
+                kind, pinned = INSTRUCTION, False
+            text = own if pinned else text
         if calls and kind != ASSISTANT:
             raise PassThrough(
                 "invalid_request", f"message {index} has tool_calls outside an assistant message"
@@ -109,6 +116,7 @@ class ChatCompletions(BaseDialect):
             calls=tuple(calls),
             outputs=outputs,
             blocker=blocker,
+            pinned=pinned,
             digest=canonical_digest(message),
         )
         return entry, "\n".join(counted)

@@ -6,7 +6,9 @@ later in the list, ``reasoning`` items (often only ``encrypted_content``) that b
 items after them, and opaque ``compaction`` items: only history after the last of them may be
 compiled, and they are never flattened or moved. A request with ``previous_response_id`` or a
 ``conversation`` carries server-side history and passes through; so does the agent's own
-compaction request (a final ``compaction_trigger`` item).
+compaction request (a final ``compaction_trigger`` item, or Codex's checkpoint prompt as the last
+user message). User messages that only carry the agent's context (``<environment_context>``,
+``AGENTS.md``) are instructions, kept raw in place.
 """
 
 from __future__ import annotations
@@ -27,14 +29,17 @@ from ..conversation import (
     ToolOutput,
     pairing_problems,
 )
-from .base import BaseDialect, PassThrough, as_mapping, canonical_digest, part_text
+from ..injected import split_parts
+from .base import BaseDialect, PassThrough, as_mapping, canonical_digest, part_text, text_parts
 
-__all__ = ["OpenAIResponses"]
+__all__ = ["CHECKPOINT_PROMPT", "OpenAIResponses", "is_checkpoint_request"]
 
 _ROLES = {"system": INSTRUCTION, "developer": INSTRUCTION, "user": USER, "assistant": ASSISTANT}
 _CALLS = {"function_call": "arguments", "custom_tool_call": "input", "local_shell_call": "action"}
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
 _COMPACTIONS = frozenset({"compaction", "compaction_summary"})
+#: How Codex's own compaction prompt begins (codex-rs/core/templates/compact/prompt.md).
+CHECKPOINT_PROMPT = "You are performing a CONTEXT CHECKPOINT COMPACTION"
 
 
 def _parts_text(content: Any) -> tuple[str, str | None]:
@@ -53,6 +58,17 @@ def _parts_text(content: Any) -> tuple[str, str | None]:
             return "", f"a {kind} content part"
         texts.append(text)
     return "\n".join(texts), None
+
+
+def is_checkpoint_request(items: Sequence[Any]) -> bool:
+    """Whether this is Codex's own compaction request: a normal request whose last item is a
+    user message carrying its checkpoint prompt."""
+    last = as_mapping(items[-1]) if items else None
+    if not last or last.get("role") != "user" or last.get("type", "message") != "message":
+        return False
+    return any(
+        text.lstrip().startswith(CHECKPOINT_PROMPT) for text in text_parts(last.get("content"))
+    )
 
 
 def _as_text(value: Any) -> str:
@@ -81,6 +97,10 @@ class OpenAIResponses(BaseDialect):
             raise PassThrough(
                 "agent_compaction", "the agent's own compaction request passes through"
             )
+        if is_checkpoint_request(items):
+            raise PassThrough(
+                "agent_compaction", "Codex's own checkpoint compaction request passes through"
+            )
         return items
 
     def read(self, item: Any, index: int) -> tuple[Entry, str]:
@@ -93,7 +113,14 @@ class OpenAIResponses(BaseDialect):
             if entry_kind is None:
                 raise PassThrough("unsupported_content", f"input item {index} has role {role!r}")
             text, blocker = _parts_text(data.get("content"))
-            return Entry(entry_kind, role, text, blocker=blocker, digest=digest), text
+            if entry_kind != USER:
+                return Entry(entry_kind, role, text, blocker=blocker, digest=digest), text
+            own, injected = split_parts(text_parts(data.get("content")))
+            if injected and not own.strip() and blocker is None:
+                # Codex's <environment_context>, AGENTS.md: the agent's context, never a task.
+                return Entry(INSTRUCTION, role, digest=digest), text
+            entry = Entry(USER, role, own, blocker=blocker, pinned=injected, digest=digest)
+            return entry, text
         if kind in _CALLS:
             arguments = _as_text(data.get(_CALLS[kind], ""))
             name = str(data.get("name") or kind)
