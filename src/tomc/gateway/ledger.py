@@ -172,7 +172,7 @@ def _figures(row: Any, errors: dict[str, int]) -> dict[str, Any]:
 
 
 def _errors(rows: Iterable[Any]) -> dict[str, int]:
-    return {str(status): count for status, count in sorted(rows)}
+    return {str(status): int(count) for status, count in sorted(tuple(row) for row in rows)}
 
 
 class UsageLedger:
