@@ -6,7 +6,8 @@ rewrites only old history (and only when the request would not fit, or the froze
 reused); every other path (``/v1/messages/count_tokens``, ``/v1/responses/compact``,
 ``/v1/models``, ...) is forwarded untouched. ``GET /healthz`` answers the launcher, ``GET
 /status`` and ``/status.json`` show each conversation's decisions, rebuilds and estimated
-savings (never message text or credentials), and the inspector keeps its page and API.
+savings, and the usage ledger's traffic (:mod:`tomc.gateway.ledger`; never message text or
+credentials), and the inspector keeps its page and API.
 
 Failing open is the rule: a body that is not JSON, a compressed body, or any error inside TOMC
 sends the original request bytes unchanged, and says why in the log.
