@@ -1,8 +1,9 @@
 """A stand-in for ``claude`` / ``codex`` that ``tomc run`` launches in tests.
 
 It records what it was given (argv, the environment variables that matter) and what it found
-(the gateway's ``/healthz`` at the address it was pointed at, over real loopback HTTP) as JSON
-in ``$FAKE_AGENT_DIR/<pid>.json``; then it waits for ``$FAKE_AGENT_DIR/release-<pid>`` when
+(the gateway's ``/healthz`` at the address it was pointed at, over real loopback HTTP, and with
+``FAKE_AGENT_MESSAGE`` set, one Anthropic Messages request with that text) as JSON in
+``$FAKE_AGENT_DIR/<pid>.json``; then it waits for ``$FAKE_AGENT_DIR/release-<pid>`` when
 ``FAKE_AGENT_WAIT`` is set, and exits with ``$FAKE_AGENT_EXIT``. SIGINT and SIGTERM are
 recorded and end it with 128 + the signal's number.
 """
@@ -49,6 +50,23 @@ def main() -> int:
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(f"{root}/healthz", timeout=10) as response:
             record["healthz"] = json.loads(response.read())
+        if os.environ.get("FAKE_AGENT_MESSAGE"):  # one Messages request through the gateway
+            body = {
+                "model": "claude-opus-4-8",
+                "max_tokens": 64,
+                "messages": [{"role": "user", "content": os.environ["FAKE_AGENT_MESSAGE"]}],
+            }
+            request = urllib.request.Request(
+                f"{root}/v1/messages",
+                data=json.dumps(body).encode(),
+                headers={
+                    "content-type": "application/json",
+                    "x-api-key": "sk-fake-agent",
+                    "anthropic-version": "2023-06-01",
+                },
+            )
+            with opener.open(request, timeout=30) as response:
+                record["message_status"] = response.status
 
     def stop(number: int, frame: object) -> None:
         record["signals"].append(signal.Signals(number).name)

@@ -101,6 +101,10 @@ class Reply:
     #: ``{"error": ...}`` chunk.
     mid_stream_error: ProviderError | None = None
     mid_stream_error_after: int = 1
+    #: Anthropic's ``input_transformations`` entries (sent only with the thinking-binding beta,
+    #: as ``[]`` when empty), e.g. ``{"type": "thinking_dropped", "path": "messages.1.content.0",
+    #: "reason": "prefix_binding_mismatch"}``.
+    input_transformations: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -313,7 +317,9 @@ def _anthropic_blocks(number: int, reply: Reply) -> tuple[list[dict[str, Any]], 
     return [thinking, tool], "tool_use"
 
 
-def _message_shell(body: Mapping[str, Any], number: int, binding_beta: bool) -> dict[str, Any]:
+def _message_shell(
+    body: Mapping[str, Any], number: int, binding_beta: bool, reply: Reply
+) -> dict[str, Any]:
     message: dict[str, Any] = {
         "id": f"msg_01Fake{number:014d}",
         "type": "message",
@@ -324,7 +330,7 @@ def _message_shell(body: Mapping[str, Any], number: int, binding_beta: bool) -> 
         "stop_sequence": None,
     }
     if binding_beta:  # only with the thinking-binding beta header (notes, section 2)
-        message["input_transformations"] = []
+        message["input_transformations"] = [dict(t) for t in reply.input_transformations]
     return message
 
 
@@ -333,7 +339,7 @@ def anthropic_message(
 ) -> dict[str, Any]:
     blocks, stop = _anthropic_blocks(number, reply)
     return {
-        **_message_shell(body, number, binding_beta),
+        **_message_shell(body, number, binding_beta, reply),
         "content": blocks,
         "stop_reason": stop,
         "usage": _anthropic_usage(reply.usage, reply.usage.output_tokens),
@@ -373,7 +379,7 @@ def anthropic_stream(
 ) -> list[bytes]:
     blocks, stop = _anthropic_blocks(number, reply)
     start = {
-        **_message_shell(body, number, binding_beta),
+        **_message_shell(body, number, binding_beta, reply),
         "usage": _anthropic_usage(reply.usage, 1),
     }
     events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]

@@ -6,7 +6,8 @@ rewrites only old history (and only when the request would not fit, or the froze
 reused); every other path (``/v1/messages/count_tokens``, ``/v1/responses/compact``,
 ``/v1/models``, ...) is forwarded untouched. ``GET /healthz`` answers the launcher, ``GET
 /status`` and ``/status.json`` show each conversation's decisions, rebuilds and estimated
-savings (never message text or credentials), and the inspector keeps its page and API.
+savings, and the usage ledger's traffic (:mod:`tomc.gateway.ledger`; never message text or
+credentials), and the inspector keeps its page and API.
 
 Failing open is the rule: a body that is not JSON, a compressed body, or any error inside TOMC
 sends the original request bytes unchanged, and says why in the log.
@@ -15,7 +16,6 @@ sends the original request bytes unchanged, and says why in the log.
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import logging
 import os
@@ -34,13 +34,15 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from .. import __version__
-from ..chat import AutomaticChatSession
+from ..chat import AutomaticChatSession, Decision
 from ..chat.dialects import DIALECTS
 from ..web.app import LOOPBACK_HOSTS, HostCheck, inspector_routes
+from .ledger import LedgerEntry, UsageLedger, ledger_path
 from .relay import UsageSniffer, error_response, forward_headers, relay
 from .routing import API_PATHS, conversation_key, route_request
 from .sessions import Conversation, MemorySessionStore, SessionStore
 from .settings import SETTINGS_FILE, GatewaySettings, gateway_dir, load_settings
+from .status_page import render_status_page
 
 __all__ = ["MAX_REWRITE_BYTES", "SERVICE_NAME", "Gateway", "create_gateway_app"]
 
@@ -66,8 +68,12 @@ class Gateway:
         transport: httpx2.AsyncBaseTransport | None = None,
         timeout: httpx2.Timeout | None = None,
         home: str | os.PathLike[str] | None = None,
+        ledger: UsageLedger | None = None,
     ) -> None:
         self.settings = settings
+        # What went through, kept across restarts in <home>/gateway/usage.sqlite3 (in memory
+        # without a home).
+        self.ledger = ledger or UsageLedger(ledger_path(home) if home is not None else None)
         # With a home, upstreams recorded there later (`tomc gateway activate`) take effect
         # without a restart: the settings file is checked at most once a second.
         self._settings_file = gateway_dir(home) / SETTINGS_FILE if home is not None else None
@@ -97,8 +103,11 @@ class Gateway:
             limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64),
         ) as client:
             self.client = client
-            yield
-            self.client = None
+            try:
+                yield
+            finally:
+                self.client = None
+                await anyio.to_thread.run_sync(self.ledger.close)
 
     # ---------------------------------------------------------------- settings
 
@@ -144,8 +153,10 @@ class Gateway:
             prepared_body, add, conversation = await self._rewrite(api, headers, body)
         else:
             self.passthrough_paths += 1
+        # Read now: _rewrite recorded it and nothing ran since (no await in between).
+        decision = conversation.last_decision if conversation is not None else None
         sniffer = None
-        if conversation is not None:
+        if api is not None:
             sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens)
         compact_api = _COMPACT_PATHS.get(path) if request.method == "POST" else None
 
@@ -154,6 +165,7 @@ class Gateway:
                 conversation.session.observe_usage(prompt_tokens)
             if compact_api is not None and status < 400:
                 self._note_compaction(compact_api, headers, body)
+            self._record_usage(api, conversation, decision, sniffer, status)
 
         return await relay(
             self.client,
@@ -215,6 +227,35 @@ class Gateway:
         encoded = json.dumps(prepared.body, ensure_ascii=False, separators=(",", ":"))
         return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), conversation
 
+    def _record_usage(
+        self,
+        api: str | None,
+        conversation: Conversation | None,
+        decision: Decision | None,
+        sniffer: UsageSniffer | None,
+        status: int,
+    ) -> None:
+        """Hand a finished request's figures to the ledger (never fails the request)."""
+        if api is None and status < 400:
+            return  # a path only forwarded counts only when the upstream refused it
+        try:
+            self.ledger.record(
+                LedgerEntry(
+                    at=time.time(),
+                    api=api or "",
+                    conversation=conversation.key if conversation is not None else "",
+                    status=status,
+                    model=decision.model if decision is not None else "",
+                    action=decision.action if decision is not None else None,
+                    code=decision.code if decision is not None else None,
+                    tokens_before=decision.tokens_before if decision is not None else 0,
+                    tokens_after=decision.tokens_after if decision is not None else 0,
+                    usage=sniffer.usage if sniffer is not None and status < 400 else None,
+                )
+            )
+        except Exception as exc:  # only bookkeeping
+            logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
+
     def _note_compaction(self, api: str, headers: dict[str, str], body: bytes) -> None:
         """The agent compacted through its own endpoint: its session cools down as after a
         native compaction."""
@@ -227,9 +268,17 @@ class Gateway:
 
     # ---------------------------------------------------------------- status
 
-    def status(self) -> dict[str, Any]:
+    def status(self, *, traffic_limit: int = 20) -> dict[str, Any]:
+        """Live figures, and ``traffic``: the ledger's totals, latest conversations and chart
+        series (kept across restarts). Waits briefly for finished requests to be stored."""
         now = time.monotonic()
         conversations = [c.to_dict(now) for c in self.store.conversations()]
+        try:
+            self.ledger.flush(1.0)
+            traffic: dict[str, Any] | None = self.ledger.traffic(limit=traffic_limit)
+        except Exception as exc:  # the status page still shows the live figures
+            logger.warning("usage ledger not read (%s: %s)", type(exc).__name__, exc)
+            traffic = None
         return {
             "service": SERVICE_NAME,
             "version": __version__,
@@ -242,43 +291,12 @@ class Gateway:
             "passthrough_paths": self.passthrough_paths,
             "tokens_saved": sum(c["tokens_saved"] for c in conversations),
             "conversations": conversations,
+            "traffic": traffic,
         }
 
 
 def _status_page(status: dict[str, Any]) -> str:
-    rows = []
-    for c in status["conversations"]:
-        decisions = ", ".join(f"{code} {n}" for code, n in c["decisions"].items())
-        rows.append(
-            "<tr>"
-            + "".join(
-                f"<td>{html.escape(str(value))}</td>"
-                for value in (
-                    c["conversation"],
-                    c["api"],
-                    c["model"],
-                    c["requests"],
-                    c["rebuilds"],
-                    f"{c['tokens_saved']:,} ({c['saved_share']:.0%})",
-                    decisions,
-                    f"{c['idle_s']:.0f} s",
-                )
-            )
-            + "</tr>"
-        )
-    table = "".join(rows) or '<tr><td colspan="8">no conversations yet</td></tr>'
-    upstreams = ", ".join(f"{k}: {html.escape(v)}" for k, v in status["upstreams"].items())
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
-<title>TOMC gateway</title></head><body>
-<h1>TOMC gateway</h1>
-<p>Version {html.escape(status["version"])}, port {status["port"]}, up {status["uptime_s"]:.0f} s,
-{status["requests"]:,} requests, {status["tokens_saved"]:,} prompt tokens saved (estimated).
-Upstreams: {upstreams}. <a href="status.json">JSON</a></p>
-<table border="1" cellpadding="4"><tr><th>conversation</th><th>API</th><th>model</th>
-<th>requests</th><th>rebuilds</th><th>tokens saved</th><th>decisions</th><th>idle</th></tr>
-{table}</table></body></html>
-"""
+    return render_status_page(status)
 
 
 def create_gateway_app(
@@ -298,10 +316,10 @@ def create_gateway_app(
         )
 
     async def status_json(request: Request) -> JSONResponse:
-        return JSONResponse(gateway.status())
+        return JSONResponse(await anyio.to_thread.run_sync(gateway.status))
 
     async def status_page(request: Request) -> HTMLResponse:
-        return HTMLResponse(_status_page(gateway.status()))
+        return HTMLResponse(_status_page(await anyio.to_thread.run_sync(gateway.status)))
 
     async def proxy(request: Request) -> Response:
         try:

@@ -20,6 +20,8 @@ import httpx2
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from .usage import ProviderUsage, StreamUsage, usage_from_json
+
 __all__ = [
     "HOP_BY_HOP",
     "UsageSniffer",
@@ -104,6 +106,10 @@ class UsageSniffer:
     Streams: Anthropic's ``message_start`` usage (input plus cache creation and reads), the
     Responses ``response.completed`` usage, or a Chat Completions chunk's ``usage``. A JSON answer
     is read whole (up to a limit) once it has been relayed. Compressed answers are not read.
+
+    Beside that prompt size (what :meth:`finish` returns, for the session), :attr:`usage` is the
+    full usage of the answer (:class:`~tomc.gateway.usage.ProviderUsage`: cache reads and writes,
+    output, dropped thinking), read to the end of a stream, for the usage ledger.
     """
 
     def __init__(self, api: str | None, prompt_tokens: Callable[[Any], int | None]) -> None:
@@ -111,11 +117,18 @@ class UsageSniffer:
         self._prompt_tokens = prompt_tokens
         self._pending = b""
         self._json = bytearray()
+        self._stream = StreamUsage(api)
+        self._whole: ProviderUsage | None = None
         self.streaming = False
         self.found: int | None = None
 
+    @property
+    def usage(self) -> ProviderUsage | None:
+        """The answer's full usage, once :meth:`finish` ran (``None`` when none was read)."""
+        return self._stream.result() if self.streaming else self._whole
+
     def feed(self, chunk: bytes) -> None:
-        if self.found is not None:
+        if self.found is not None and (not self.streaming or self._stream.complete):
             return
         if not self.streaming:
             if len(self._json) + len(chunk) <= _MAX_SNIFF_BYTES:
@@ -126,7 +139,7 @@ class UsageSniffer:
         if len(self._pending) > _MAX_SNIFF_BYTES:
             self._pending = b""
         for line in lines:
-            if line.startswith(b"data:") and b"usage" in line:
+            if line.startswith(b"data:") and (b"usage" in line or b"input_transformations" in line):
                 self._event(line[5:].strip())
 
     def _event(self, data: bytes) -> None:
@@ -135,6 +148,9 @@ class UsageSniffer:
         except ValueError:
             return
         if not isinstance(event, dict):
+            return
+        self._stream.event(event)
+        if self.found is not None:
             return
         if event.get("type") == "message_start":
             event = event.get("message") or {}
@@ -146,7 +162,14 @@ class UsageSniffer:
     def finish(self) -> int | None:
         if self.found is None and not self.streaming and self._json:
             try:
-                self.found = self._prompt_tokens(json.loads(self._json))
+                data = json.loads(self._json)
+            except ValueError:
+                return None
+            self._json = bytearray()
+            if self.api is not None:
+                self._whole = usage_from_json(self.api, data)
+            try:
+                self.found = self._prompt_tokens(data)
             except (ValueError, TypeError, AttributeError):
                 return None
         return self.found

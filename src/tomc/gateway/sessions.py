@@ -36,10 +36,13 @@ class Conversation:
     failures: int = 0
     last_model: str = ""
     last_code: str = ""
+    #: The decision of the latest request (``None`` after a gateway error), for the usage ledger.
+    last_decision: Decision | None = None
 
     def record(self, decision: Decision | None, now: float) -> None:
         self.requests += 1
         self.last_seen = now
+        self.last_decision = decision
         if decision is None:
             self.failures += 1
             self.last_code = "gateway_error"
@@ -68,6 +71,8 @@ class Conversation:
             "gateway_errors": self.failures,
             "idle_s": round(now - self.last_seen, 1),
             "age_s": round(now - self.created, 1),
+            # The token target TOMC keeps this conversation under (not reported yet).
+            "context_target": None,
         }
 
 

@@ -9,6 +9,8 @@ activation record is missing, and reports it as a warning with a non-zero exit c
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,6 +23,7 @@ from .agent_config import CLIENTS, decode_config, read_config
 from .health import gateway_root, loopback_port, probe
 from .journal import load_record
 from .leases import live_leases, read_run_gateway
+from .ledger import ledger_path, read_traffic
 from .login import read_login_record
 from .settings import gateway_dir, load_settings
 
@@ -55,6 +58,10 @@ class GatewayStatus:
     runs: tuple[dict[str, Any], ...]
     login: Mapping[str, Any] | None
     warnings: tuple[str, ...]
+    #: The usage ledger's figures (``<home>/gateway/usage.sqlite3``), read whether or not the
+    #: gateway runs: ``None`` before anything went through; ``{"ledger", "problem"}`` when the
+    #: file cannot be read.
+    traffic: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -89,8 +96,58 @@ class GatewayStatus:
             lines.append("tomc run: none running")
         if self.login:
             lines.append(f"login entry: {self.login.get('kind')} {self.login.get('path')}")
+        lines += _traffic_lines(self.traffic)
         lines += [f"WARNING: {warning}" for warning in self.warnings]
         return "\n".join(lines) + "\n"
+
+
+def _n(value: float | int) -> str:
+    return f"{value:,.0f}"
+
+
+def _errors(errors: Mapping[str, int]) -> str:
+    return ", ".join(f"{status} x{count}" for status, count in errors.items()) or "none"
+
+
+def _traffic_lines(traffic: Mapping[str, Any] | None) -> list[str]:
+    """The "traffic" section of the text status."""
+    if traffic is None:
+        return ["traffic: nothing recorded yet"]
+    if traffic.get("problem"):
+        return [f"traffic: cannot read {traffic.get('ledger')}: {traffic['problem']}"]
+    t = traffic["totals"]
+    since = traffic.get("since")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(since)) if since else "-"
+    lines = [
+        f"traffic (since {when}; {traffic.get('ledger')}):",
+        f"  {t['requests']:,} requests in {t['conversations']:,} conversations, "
+        f"{t['rewritten']:,} rewritten; TOMC's count {_n(t['tomc_tokens_before'])} -> "
+        f"{_n(t['tomc_tokens_after'])} tokens",
+        f"  provider: {_n(t['prompt_tokens'])} prompt tokens ({_n(t['cache_read_tokens'])} "
+        f"cache reads, {_n(t['cache_write_tokens'])} cache writes), "
+        f"{_n(t['output_tokens'])} output, over {t['requests_with_usage']:,} answers",
+        f"  billed input {_n(t['billed_input'])} vs {_n(t['direct_input'])} estimated direct: "
+        f"{_n(t['billed_saved'])} saved ({t['billed_saved_share']:.0%}) "
+        "(uncached-input-token equivalents)",
+        f"  thinking blocks dropped: {t['thinking_dropped']:,}; "
+        f"upstream errors: {_errors(t['upstream_errors'])}",
+    ]
+    if traffic["conversations"]:
+        lines.append(f"  last {len(traffic['conversations'])} conversations:")
+    for c in traffic["conversations"]:
+        lines.append(
+            f"    {c['conversation']} ({c['api']}): {c['requests']:,} requests, "
+            f"{c['rewritten']:,} rewritten, billed {_n(c['billed_input'])} vs "
+            f"{_n(c['direct_input'])} direct, errors {_errors(c['upstream_errors'])}"
+        )
+    return lines
+
+
+def _read_traffic(home: Path) -> Mapping[str, Any] | None:
+    try:
+        return read_traffic(home, limit=10)
+    except (OSError, sqlite3.Error) as exc:
+        return {"ledger": str(ledger_path(home)), "problem": f"{type(exc).__name__}: {exc}"}
 
 
 def _client_status(
@@ -172,4 +229,5 @@ def gateway_status(
         runs=tuple(lease.to_dict() for lease in live_leases(folder)),
         login=read_login_record(folder),
         warnings=tuple(warnings),
+        traffic=_read_traffic(home_path),
     )
