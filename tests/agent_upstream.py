@@ -97,6 +97,14 @@ FINAL_MARK = "TASK COMPLETE"
 SIG_PREFIX = "EqTOMCfake1."
 CREATED = 1_760_000_000
 ANTHROPIC_LOOKBACK = 20
+#: Models that run the preserved-thinking prefix check, per the docs' feature metadata.
+PRESERVED_THINKING_MODELS = (
+    "claude-fable-5",
+    "claude-mythos-5",
+    "claude-opus-5-5",
+    "claude-sonnet-5-5",
+    "claude-haiku-5-5",
+)
 ANTHROPIC_TTL_S = {"5m": 300.0, "1h": 3600.0}
 OPENAI_TTL_S = 600.0
 #: The minimum cacheable prompt per model family (first match wins).
@@ -183,6 +191,10 @@ class Script:
     )
     #: Claude: answer with a thinking block before each tool call and the final text.
     thinking: bool = True
+    #: The preserved-thinking prefix check: "always" (every model, the strict case), or
+    #: "documented" (only the models the docs list: Fable/Mythos 5.x, Opus/Sonnet/Haiku 5.5;
+    #: not Claude Code 2.1.197's default claude-opus-4-8), or "never".
+    prefix_check: str = "always"
 
     def file_name(self, step: int) -> str:
         return f"data/step_{step:02d}.log"
@@ -312,7 +324,9 @@ class AgentUpstream:
         sock.listen(128)
         self._socket, self.port = sock, sock.getsockname()[1]
         config = uvicorn.Config(
-            Starlette(routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "HEAD"])]),
+            Starlette(
+                routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "HEAD"])]
+            ),
             http="h11",
             loop="asyncio",
             ws="none",
@@ -370,7 +384,9 @@ class AgentUpstream:
         for name, value in request.headers.items():
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
         path = request.url.path
-        api = "anthropic" if "/messages" in path else "openai" if path.startswith("/v1/") else "other"
+        api = (
+            "anthropic" if "/messages" in path else "openai" if path.startswith("/v1/") else "other"
+        )
         with self._lock:
             record = AgentRequest(
                 number=len(self.requests) + 1,
@@ -451,10 +467,14 @@ class AgentUpstream:
             return self._fail(record, 400, problem)
         # Preserved thinking: the prefix check.
         binding = (body.get("thinking") or {}).get("block_binding") or {}
-        drop = binding.get("prefix_mismatch_behavior") == "drop_block" and BINDING_BETA in headers.get(
-            "anthropic-beta", ""
+        drop = binding.get(
+            "prefix_mismatch_behavior"
+        ) == "drop_block" and BINDING_BETA in headers.get("anthropic-beta", "")
+        checked = self.script.prefix_check == "always" or (
+            self.script.prefix_check == "documented"
+            and str(body.get("model", "")).startswith(PRESERVED_THINKING_MODELS)
         )
-        invalid = _invalid_thinking(body)
+        invalid = _invalid_thinking(body) if checked else []
         if invalid and not drop:
             i, j = invalid[0]
             return self._fail(
@@ -535,7 +555,8 @@ class AgentUpstream:
             "cache_creation_input_tokens": record.cache_write_tokens,
             "cache_read_input_tokens": record.cache_read_tokens,
             "cache_creation": {
-                "ephemeral_5m_input_tokens": record.cache_write_tokens - record.cache_write_1h_tokens,
+                "ephemeral_5m_input_tokens": record.cache_write_tokens
+                - record.cache_write_1h_tokens,
                 "ephemeral_1h_input_tokens": record.cache_write_1h_tokens,
             },
             "output_tokens": record.output_tokens,
@@ -566,7 +587,11 @@ class AgentUpstream:
         record.prompt_tokens = total
         breakpoints = [i for i, (_, marked, _) in enumerate(blocks) if marked]
         model = str(body.get("model", ""))
-        minimum = next(n for prefix, n in ANTHROPIC_MIN_CACHEABLE if model.startswith(prefix) or prefix == "claude-")
+        minimum = next(
+            n
+            for prefix, n in ANTHROPIC_MIN_CACHEABLE
+            if model.startswith(prefix) or prefix == "claude-"
+        )
         hit = -1
         for b in breakpoints:
             for i in range(b, max(-1, b - ANTHROPIC_LOOKBACK - 1), -1):
@@ -668,7 +693,8 @@ class AgentUpstream:
         kept = [
             item
             for item in body.get("input") or []
-            if isinstance(item, Mapping) and item.get("type", "message") == "message"
+            if isinstance(item, Mapping)
+            and item.get("type", "message") == "message"
             and item.get("role") == "user"
         ]
         compaction = {
@@ -703,6 +729,8 @@ class AgentUpstream:
         if isinstance(items, str):
             items = [{"role": "user", "content": items}]
         for item in items or []:
+            if isinstance(item, Mapping):
+                item = {k: v for k, v in item.items() if k != "id"}
             pieces.append(_canon(item))
         now = time.monotonic()
         cache = self._openai_cache
@@ -710,7 +738,7 @@ class AgentUpstream:
             del cache[key]
         running, total, best = "", 0, 0
         boundaries = []
-        for piece in pieces:
+        for piece in pieces:  # (item ids are not tokens the model sees: not part of the key)
             running = _digest(running, piece)
             total += count_tokens(piece)
             boundaries.append((running, total))
@@ -784,7 +812,7 @@ def _anthropic_blocks(body: Mapping[str, Any]) -> list[tuple[str, bool, Mapping[
     for block in system or []:
         control = block.get("cache_control") if isinstance(block, Mapping) else None
         out.append((_canon(block), control is not None, control))
-    for index, message in enumerate(body.get("messages") or []):
+    for message in body.get("messages") or []:
         role = message.get("role") if isinstance(message, Mapping) else None
         for j, block in enumerate(_content_blocks(message) if isinstance(message, Mapping) else []):
             control = block.get("cache_control") if isinstance(block, Mapping) else None
@@ -874,8 +902,10 @@ def _last_user_text(body: Mapping[str, Any]) -> str:
 
 def _claude_kind(body: Mapping[str, Any]) -> str:
     last = _last_user_text(body)
-    if "<summary>" in last and "summary" in last.lower() and (
-        "conversation" in last.lower() or "compact" in last.lower()
+    if (
+        "<summary>" in last
+        and "summary" in last.lower()
+        and ("conversation" in last.lower() or "compact" in last.lower())
     ):
         return "compaction"
     names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, Mapping)}
@@ -899,7 +929,9 @@ def _anthropic_events(
             deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"], 40)]
         elif kind == "thinking":
             opening = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"], 40)]
+            deltas = [
+                {"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"], 40)
+            ]
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
         else:
             opening = {**block, "input": {}}
@@ -1040,8 +1072,12 @@ def _responses_events(body: Mapping[str, Any], final: Mapping[str, Any]) -> list
                 events.append(
                     {"type": "response.output_text.delta", **part, "delta": piece, "logprobs": []}
                 )
-            events.append({"type": "response.output_text.done", **part, "text": text, "logprobs": []})
-            events.append({"type": "response.content_part.done", **part, "part": item["content"][0]})
+            events.append(
+                {"type": "response.output_text.done", **part, "text": text, "logprobs": []}
+            )
+            events.append(
+                {"type": "response.content_part.done", **part, "part": item["content"][0]}
+            )
         elif kind == "custom_tool_call":
             events.append(
                 {
@@ -1051,13 +1087,17 @@ def _responses_events(body: Mapping[str, Any], final: Mapping[str, Any]) -> list
                 }
             )
             for piece in _pieces(item["input"], 40):
-                events.append({"type": "response.custom_tool_call_input.delta", **common, "delta": piece})
+                events.append(
+                    {"type": "response.custom_tool_call_input.delta", **common, "delta": piece}
+                )
             events.append(
                 {"type": "response.custom_tool_call_input.done", **common, "input": item["input"]}
             )
         else:  # reasoning
             opening = {"id": item["id"], "type": "reasoning", "summary": []}
-            events.append({"type": "response.output_item.added", "output_index": index, "item": opening})
+            events.append(
+                {"type": "response.output_item.added", "output_index": index, "item": opening}
+            )
             summary = item["summary"][0]["text"]
             at = {**common, "summary_index": 0}
             events.append(
@@ -1082,5 +1122,7 @@ def _responses_events(body: Mapping[str, Any], final: Mapping[str, Any]) -> list
 def _openai_models(body: Any) -> dict[str, Any]:
     return {
         "object": "list",
-        "data": [{"id": "gpt-6.2-sol", "object": "model", "created": CREATED, "owned_by": "openai"}],
+        "data": [
+            {"id": "gpt-6.2-sol", "object": "model", "created": CREATED, "owned_by": "openai"}
+        ],
     }

@@ -75,7 +75,15 @@ PER_RUN_HEADERS = frozenset(
     }
 )
 HOP_BY_HOP = frozenset(
-    {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"}
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-connection",
+    }
 )
 
 
@@ -195,7 +203,18 @@ class RunResult:
                 "requests": self.status.get("requests"),
                 "tokens_saved": self.status.get("tokens_saved"),
                 "conversations": [
-                    {k: c.get(k) for k in ("key", "model", "requests", "context_target", "decisions")}
+                    {
+                        k: c.get(k)
+                        for k in (
+                            "conversation",
+                            "model",
+                            "requests",
+                            "context_target",
+                            "decisions",
+                            "rebuilds",
+                            "tokens_saved",
+                        )
+                    }
                     for c in self.conversations()
                 ],
             }
@@ -286,7 +305,7 @@ def _codex_config(upstream_url: str) -> str:
 
 
 def _get_json(url: str, timeout: float = 5.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - loopback
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         return json.loads(response.read())
 
 
