@@ -226,10 +226,10 @@ class RunResult:
         """``value`` with this run's paths and ids replaced by placeholders."""
         text = json.dumps(value, ensure_ascii=False, sort_keys=True)
         if self.base:
-            text = text.replace(self.base, "<BASE>")
-            real = os.path.realpath(self.base)
-            if real != self.base:
-                text = text.replace(real, "<BASE>")
+            for base in {self.base, os.path.realpath(self.base)}:
+                text = text.replace(base, "<BASE>")
+                # Claude Code names its project folder after the path: /a/b -> -a-b
+                text = text.replace(re.sub(r"[^A-Za-z0-9]", "-", base), "<BASE-SLUG>")
         for name, ident in sorted(self.ids.items(), key=lambda kv: -len(kv[1])):
             text = text.replace(ident, f"<{name}>")
         text = _UUID.sub("<UUID>", text)
