@@ -462,6 +462,7 @@ class AgentUpstream:
 
     def _messages(self, record: AgentRequest, body: Mapping[str, Any], headers: Mapping[str, str]):
         record.conversation = headers.get("x-claude-code-session-id") or _metadata_session(body)
+        record.kind = _claude_kind(body)
         problem = _messages_problem(body, headers)
         if problem:
             return self._fail(record, 400, problem)
@@ -625,6 +626,7 @@ class AgentUpstream:
 
     def _responses(self, record: AgentRequest, body: Mapping[str, Any], headers: Mapping[str, str]):
         record.conversation = str(body.get("prompt_cache_key") or headers.get("session-id") or "")
+        record.kind = _codex_kind(body, headers)
         problem = _responses_problem(body, headers)
         if problem:
             return self._fail(record, 400, problem)
