@@ -9,9 +9,9 @@ the compiler ranks for, and it never yields records (a quoted phrase in a skills
 COUNT term). Each agent's own compaction summary, sent back as a user message, is treated alike.
 
 Detection is by shape, never by guessing at prose: a part whose whole text is one or more
-``<tag>...</tag>`` blocks with an identifier-like tag, or that starts with a marker an agent
-writes (``# AGENTS.md instructions for``), is injected; ``<system-reminder>`` spans inside a
-user's own text are taken out of it.
+blocks of a tag agents use for their context (:data:`AGENT_TAGS`), or that starts with a marker
+an agent writes (``# AGENTS.md instructions for``), is injected; ``<system-reminder>`` spans
+inside a user's own text are taken out of it.
 """
 
 from __future__ import annotations
@@ -19,10 +19,23 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["is_injected", "own_text", "split_parts"]
+__all__ = ["AGENT_TAGS", "is_injected", "own_text", "split_parts"]
 
-# One or more whole tagged blocks and nothing else: <environment_context>...</environment_context>
-_TAGGED = re.compile(r"\s*(?:<([A-Za-z][\w\-]{2,63})(?:\s[^<>]*)?>.*?</\1>\s*)+", re.DOTALL)
+#: Tags agents wrap their own context in (Codex: codex-rs/core's environment context, user
+#: instructions and turn-abort notes; Claude Code: system reminders and local-command notes).
+#: A user's task is often wrapped in tags too (``<pr_description>``), so only these count.
+AGENT_TAGS = (
+    "environment_context",
+    "user_instructions",
+    "turn_aborted",
+    "system-reminder",
+    "local-command-caveat",
+)
+# One or more whole blocks of those tags and nothing else.
+_TAGGED = re.compile(
+    r"\s*(?:<(" + "|".join(map(re.escape, AGENT_TAGS)) + r")(?:\s[^<>]*)?>.*?</\1>\s*)+",
+    re.DOTALL,
+)
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
 #: Openings of text that agents write into user items (their instruction files, and the
 #: summaries their own compaction sends back).

@@ -40,6 +40,9 @@ logger = logging.getLogger("tomc.chat")
 POLICIES = ("stable", "cadence")
 WORK_QUERIES = ("task", "task+step")
 THINKING_PREFIX = ("passthrough", "drop_block")
+#: A whole build leaves this many times ``growth_headroom`` free: room for the raw steps to come
+#: and for the blocks appended after it before the next whole build.
+WHOLE_BUILD_HEADROOM = 2.0
 #: Attempts at a smaller memory when a built view still measures over the window.
 _FIT_ATTEMPTS = 3
 
@@ -667,7 +670,8 @@ class AutomaticChatSession:
         # A tight window gets what it can: the single headroom, else at least MIN_BUDGET.
         headroom = int(self.growth_headroom * plan.fit_limit)
         room = min(available, MIN_BUDGET)
-        for leave in (min(2 * headroom, int(0.9 * plan.fit_limit)), headroom):
+        whole = int(min(0.9, WHOLE_BUILD_HEADROOM * self.growth_headroom) * plan.fit_limit)
+        for leave in (whole, headroom):
             if available - leave >= MIN_BUDGET:
                 room = available - leave
                 break

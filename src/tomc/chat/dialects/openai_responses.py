@@ -146,6 +146,9 @@ class OpenAIResponses(BaseDialect):
             return Entry(COMPACTION, "opaque", digest=digest), str(
                 data.get("encrypted_content") or ""
             )
+        if data.get("role") in ("developer", "system"):
+            # Codex's additional_tools item and the like: the agent's own instructions.
+            return Entry(INSTRUCTION, str(data["role"]), digest=digest), _as_text(data)
         # item_reference, web_search_call, computer_call, mcp_*, ...: kept verbatim, never compiled.
         entry = Entry(ASSISTANT, "opaque", blocker=f"a {kind} item", digest=digest)
         return entry, json.dumps(data, ensure_ascii=False, default=str)
