@@ -140,8 +140,8 @@ def test_streams_are_relayed_as_they_arrive_and_byte_for_byte(fake):
 
 def test_an_over_window_conversation_is_compiled_and_stays_valid(fake):
     body = chat_agent_request(14)
-    limit = window_for("chat", body) + 4096
-    with gateway_on(fake, context_limit=limit) as (base, gateway):
+    limit = window_for("chat", body) - 4096  # a prompt target: no output reservation
+    with gateway_on(fake, context_target=limit) as (base, gateway):
         client = openai_client(base)
         client.chat.completions.create(**body)
         first = fake.last.body["messages"]
@@ -248,8 +248,8 @@ def test_a_fault_inside_tomc_forwards_the_original_request(fake, monkeypatch):
     body = chat_agent_request(14)
     openai_client(fake.root_url).chat.completions.create(**body)
     original = fake.last.raw
-    limit = window_for("chat", body) + 4096
-    with gateway_on(fake, context_limit=limit) as (base, gateway):
+    limit = window_for("chat", body) - 4096  # a prompt target: no output reservation
+    with gateway_on(fake, context_target=limit) as (base, gateway):
         client = openai_client(base)
         monkeypatch.setattr("tomc.chat.session.build_region_memory", explode)
         client.chat.completions.create(**body)  # the compiler fails: the session fails open
@@ -265,8 +265,8 @@ def test_a_fault_inside_tomc_forwards_the_original_request(fake, monkeypatch):
 def test_the_agents_own_compaction_passes_through_and_cools_down(fake):
     summary = summarisation_request(12)
     follow_up = claude_code_request(12, thinking=False)
-    limit = window_for("messages", follow_up) + 4096
-    with gateway_on(fake, context_limit=limit) as (base, gateway):
+    limit = window_for("messages", follow_up) - 32000  # a prompt target: no max_tokens
+    with gateway_on(fake, context_target=limit) as (base, gateway):
         client = claude_client(base, default_headers=CLAUDE_HEADERS)
         client.messages.create(**summary)
         assert fake.last.raw == json.dumps(summary, separators=(",", ":")).encode() or (
@@ -291,8 +291,8 @@ def test_usage_from_the_stream_feeds_the_session(fake):
 
 def test_status_shows_figures_never_text_or_credentials(fake, caplog):
     body = chat_agent_request(14)
-    limit = window_for("chat", body) + 4096
-    with caplog.at_level(logging.DEBUG), gateway_on(fake, context_limit=limit) as (base, _):
+    limit = window_for("chat", body) - 4096  # a prompt target: no output reservation
+    with caplog.at_level(logging.DEBUG), gateway_on(fake, context_target=limit) as (base, _):
         openai_client(base).chat.completions.create(**body)
         with httpx2.Client(trust_env=False) as http:
             status = http.get(f"{base}/status.json").text

@@ -68,8 +68,12 @@ __all__ = [
     "CODEX_CATALOG",
     "CODEX_DEFAULT_MODEL",
     "DEFAULT_TARGET_SHARE",
+    "OWN_PREFIX",
     "TARGET_FLOOR",
+    "TARGET_HEADER",
+    "THINKING_HEADER",
     "AgentLimit",
+    "agent_defaults",
     "claude_code_limit",
     "codex_limit",
     "default_target",
@@ -77,6 +81,13 @@ __all__ = [
     "request_limit",
     "window_limit",
 ]
+
+#: Headers TOMC's own clients (``tomc run``) send to the gateway, which reads and removes them
+#: before forwarding: ``x-tomc-context-target: N|off[; source=agent]`` and
+#: ``x-tomc-thinking-prefix: passthrough|drop_block``.
+OWN_PREFIX = "x-tomc-"
+TARGET_HEADER = "x-tomc-context-target"
+THINKING_HEADER = "x-tomc-thinking-prefix"
 
 #: The share of the agent's own compaction threshold TOMC keeps each prompt under by default.
 #: One constant, to be tuned from measurements.
@@ -350,3 +361,21 @@ def request_limit(
     reserve = reserve or body.get("max_completion_tokens") or 0
     reserve = reserve if isinstance(reserve, int) and not isinstance(reserve, bool) else 0
     return window_limit(model, reserve, agent=agent or "", profiles=profiles)
+
+
+def agent_defaults() -> list[dict[str, Any]]:
+    """The default targets for the agents' default settings and current models (for the
+    gateway's status): what a request without ``x-tomc-context-target`` gets."""
+    limits = [
+        claude_code_limit(CLAUDE_DEFAULT_MODEL, betas=CLAUDE_1M_BETA),
+        claude_code_limit(CLAUDE_DEFAULT_MODEL),
+        claude_code_limit("claude-sonnet-4-6"),
+        claude_code_limit("claude-haiku-4-5"),
+        *(codex_limit(slug) for slug in ("gpt-6.2-sol", "gpt-6-sol", "gpt-5.6-sol", "gpt-5.5")),
+    ]
+    rows = []
+    for limit, one_m in zip(limits, [True] + [False] * (len(limits) - 1), strict=True):
+        row = limit.to_dict()
+        row["context_1m"] = one_m
+        rows.append(row)
+    return rows

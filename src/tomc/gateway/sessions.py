@@ -36,6 +36,9 @@ class Conversation:
     failures: int = 0
     last_model: str = ""
     last_code: str = ""
+    #: The last decision's context target (``None``: none applied) and where it came from.
+    context_target: int | None = None
+    target_source: str = ""
 
     def record(self, decision: Decision | None, now: float) -> None:
         self.requests += 1
@@ -50,6 +53,7 @@ class Conversation:
         self.tokens_after += decision.tokens_after
         self.last_model = decision.model
         self.last_code = decision.code
+        self.context_target = getattr(decision, "context_target", None)
 
     def to_dict(self, now: float) -> dict[str, Any]:
         saved = self.tokens_before - self.tokens_after
@@ -61,6 +65,8 @@ class Conversation:
             "rebuilds": self.session.rebuilds,
             "decisions": dict(sorted(self.codes.items())),
             "last_decision": self.last_code,
+            "context_target": self.context_target,
+            "target_source": self.target_source,
             "tokens_sent": self.tokens_after,
             "tokens_without_tomc": self.tokens_before,
             "tokens_saved": saved,
