@@ -120,6 +120,8 @@ def test_run_codex_adds_a_provider_for_this_process_only(env: dict[str, str]) ->
         "base_url": f"http://127.0.0.1:{port}/v1",
         "wire_api": "responses",
         "env_key": "CORP_KEY",
+        # Codex's default model (gpt-6.2-sol, 500K window): 0.6 of its 450K threshold.
+        "http_headers": {"x-tomc-context-target": "270000; source=agent"},
     }
     assert record["healthz"]["service"] == "tomc-gateway"
     assert config.read_text("utf-8") == text
