@@ -227,12 +227,15 @@ def test_a_client_that_leaves_mid_stream_closes_the_upstream_stream(fake):
     fake.configure(event_delay_s=0.1, text="x" * 200, chunk_size=5)  # about 5 s of events
     body = {**claude_code_request(2, thinking=False), "stream": True}
     with gateway_on(fake) as (base, _):
-        with httpx2.Client(trust_env=False) as http, http.stream(
-            "POST",
-            f"{base}/v1/messages",
-            json=body,
-            headers={"x-api-key": SECRET, "anthropic-version": "2023-06-01"},
-        ) as response:
+        with (
+            httpx2.Client(trust_env=False) as http,
+            http.stream(
+                "POST",
+                f"{base}/v1/messages",
+                json=body,
+                headers={"x-api-key": SECRET, "anthropic-version": "2023-06-01"},
+            ) as response,
+        ):
             next(response.iter_raw())
         time.sleep(0.6)  # the gateway notices and closes its upstream stream
         stopped_at = len(fake.last.sent)

@@ -55,11 +55,17 @@ class GatewayStatus:
     runs: tuple[dict[str, Any], ...]
     login: Mapping[str, Any] | None
     warnings: tuple[str, ...]
+    #: The settings' context target: a number, ``"off"``, or ``"per agent default"``.
+    context_target: int | str = "per agent default"
+    #: Per agent, its own compaction threshold and the default target, as its configuration
+    #: here sets them (what ``tomc run`` sends; see :mod:`tomc.gateway.agent_limits`).
+    agent_defaults: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["clients"] = [asdict(client) for client in self.clients]
         data["runs"] = list(self.runs)
+        data["agent_defaults"] = list(self.agent_defaults)
         return data
 
     def to_text(self) -> str:
@@ -89,6 +95,19 @@ class GatewayStatus:
             lines.append("tomc run: none running")
         if self.login:
             lines.append(f"login entry: {self.login.get('kind')} {self.login.get('path')}")
+        target = self.context_target
+        lines.append(
+            f"context target: {target:,} tokens (settings)"
+            if isinstance(target, int)
+            else f"context target: {target}"
+        )
+        for row in self.agent_defaults if not isinstance(target, int) else ():
+            threshold = row.get("threshold")
+            own = f"compacts at {threshold:,}" if threshold else "does not compact on its own"
+            value = f"{row['target']:,}" if row.get("target") else "none"
+            lines.append(
+                f"  {row['agent']} {row['model']}: {own} ({row['source']}); default target {value}"
+            )
         lines += [f"WARNING: {warning}" for warning in self.warnings]
         return "\n".join(lines) + "\n"
 
@@ -172,4 +191,21 @@ def gateway_status(
         runs=tuple(lease.to_dict() for lease in live_leases(folder)),
         login=read_login_record(folder),
         warnings=tuple(warnings),
+        context_target=(
+            "per agent default" if settings.context_target is None else settings.context_target
+        ),
+        agent_defaults=tuple(_agent_defaults(environ)),
     )
+
+
+def _agent_defaults(environ: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each agent's threshold and default target under its configuration on this machine."""
+    from .launcher import _config_text, agent_limit
+
+    rows = []
+    for client in CLIENTS:
+        text, _ = _config_text(client_config_path(client, environ))
+        limit = agent_limit(client, (), environ, text)
+        if limit is not None:
+            rows.append(limit.to_dict())
+    return rows
