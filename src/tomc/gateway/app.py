@@ -376,7 +376,8 @@ def _status_page(status: dict[str, Any]) -> str:
 <h1>TOMC gateway</h1>
 <p>Version {html.escape(status["version"])}, port {status["port"]}, up {status["uptime_s"]:.0f} s,
 {status["requests"]:,} requests, {status["tokens_saved"]:,} prompt tokens saved (estimated).
-Upstreams: {upstreams}. <a href="status.json">JSON</a></p>
+Upstreams: {upstreams}. Context target: {html.escape(str(status["context_target"]))}.
+<a href="status.json">JSON</a></p>
 <table border="1" cellpadding="4"><tr><th>conversation</th><th>API</th><th>model</th>
 <th>requests</th><th>rebuilds</th><th>tokens saved</th><th>decisions</th><th>idle</th></tr>
 {table}</table></body></html>
