@@ -19,7 +19,14 @@ from pathlib import Path
 
 FOLDER = Path(os.environ["FAKE_AGENT_DIR"])
 RECORD = FOLDER / f"{os.getpid()}.json"
-ENV_KEYS = ("ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "HOME", "TOMC_HOME", "CODEX_HOME")
+ENV_KEYS = (
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "OPENAI_API_KEY",
+    "HOME",
+    "TOMC_HOME",
+    "CODEX_HOME",
+)
 
 
 def gateway_root(argv: list[str]) -> str | None:

@@ -120,6 +120,8 @@ def test_run_codex_adds_a_provider_for_this_process_only(env: dict[str, str]) ->
         "base_url": f"http://127.0.0.1:{port}/v1",
         "wire_api": "responses",
         "env_key": "CORP_KEY",
+        # Codex's default model (gpt-6.2-sol, 500K window): 0.6 of its 450K threshold.
+        "http_headers": {"x-tomc-context-target": "270000; source=agent"},
     }
     assert record["healthz"]["service"] == "tomc-gateway"
     assert config.read_text("utf-8") == text
@@ -326,3 +328,48 @@ def test_port_taken_by_another_program(env: dict[str, str]) -> None:
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert f"the gateway did not start on http://127.0.0.1:{port}: cannot serve" in done.stderr
     assert records(env) == []
+
+
+def test_run_passes_the_agents_own_threshold_as_the_default_target(env: dict[str, str]) -> None:
+    port = free_port()
+    env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = "150000"
+    env["ANTHROPIC_CUSTOM_HEADERS"] = "X-Mine: 1"
+    done = tomc(["run", "--port", str(port), "claude", "-p", "hi"], env)
+    assert done.returncode == 0, done.stderr
+    (record,) = records(env)
+    # 150,000 - 20,000 output - 13,000 buffer = 117,000; 0.6 of it.
+    assert record["env"]["ANTHROPIC_CUSTOM_HEADERS"] == (
+        "X-Mine: 1\nx-tomc-context-target: 70200; source=agent"
+    )
+
+
+def test_run_codex_threshold_and_explicit_options(env: dict[str, str]) -> None:
+    port = free_port()
+    config = Path(env["HOME"]) / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('model = "gpt-5.5"\nmodel_auto_compact_token_limit = 100000\n', "utf-8")
+    done = tomc(["run", "--port", str(port), "codex", "exec", "go"], env)
+    assert done.returncode == 0, done.stderr
+    done = tomc(
+        [
+            "run",
+            "--port",
+            str(port),
+            "--context-target",
+            "off",
+            "--thinking-prefix",
+            "drop_block",
+            "codex",
+            "exec",
+            "go",
+        ],
+        env,
+    )
+    assert done.returncode == 0, done.stderr
+    first, second = records(env)
+    tables = [tomllib.loads(f"x = {r['argv'][1].split('=', 1)[1]}")["x"] for r in (first, second)]
+    assert tables[0]["http_headers"] == {"x-tomc-context-target": "60000; source=agent"}
+    assert tables[1]["http_headers"] == {
+        "x-tomc-context-target": "off",
+        "x-tomc-thinking-prefix": "drop_block",
+    }

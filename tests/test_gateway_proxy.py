@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import anthropic
@@ -23,14 +24,16 @@ from dialect_fixtures import (
     chat_agent_request,
     claude_code_request,
     codex_request,
+    request_tokens,
     summarisation_request,
     window_for,
 )
 from fake_providers import FakeProvider, ProviderError, Reply, Usage
 from tomc.chat import AutomaticChatSession
 from tomc.chat.dialects import DIALECTS
+from tomc.gateway.agent_limits import claude_code_limit
 from tomc.gateway.app import Gateway, create_gateway_app
-from tomc.gateway.settings import GatewaySettings
+from tomc.gateway.settings import GatewaySettings, save_settings
 from tomc.web.server import InspectorServer
 
 SECRET = "sk-ant-secret-4242"
@@ -140,8 +143,8 @@ def test_streams_are_relayed_as_they_arrive_and_byte_for_byte(fake):
 
 def test_an_over_window_conversation_is_compiled_and_stays_valid(fake):
     body = chat_agent_request(14)
-    limit = window_for("chat", body) + 4096
-    with gateway_on(fake, context_limit=limit) as (base, gateway):
+    limit = window_for("chat", body) - 4096  # a prompt target: no output reservation
+    with gateway_on(fake, context_target=limit) as (base, gateway):
         client = openai_client(base)
         client.chat.completions.create(**body)
         first = fake.last.body["messages"]
@@ -251,8 +254,8 @@ def test_a_fault_inside_tomc_forwards_the_original_request(fake, monkeypatch):
     body = chat_agent_request(14)
     openai_client(fake.root_url).chat.completions.create(**body)
     original = fake.last.raw
-    limit = window_for("chat", body) + 4096
-    with gateway_on(fake, context_limit=limit) as (base, gateway):
+    limit = window_for("chat", body) - 4096  # a prompt target: no output reservation
+    with gateway_on(fake, context_target=limit) as (base, gateway):
         client = openai_client(base)
         monkeypatch.setattr("tomc.chat.session.build_region_memory", explode)
         client.chat.completions.create(**body)  # the compiler fails: the session fails open
@@ -268,8 +271,8 @@ def test_a_fault_inside_tomc_forwards_the_original_request(fake, monkeypatch):
 def test_the_agents_own_compaction_passes_through_and_cools_down(fake):
     summary = summarisation_request(12)
     follow_up = claude_code_request(12, thinking=False)
-    limit = window_for("messages", follow_up) + 4096
-    with gateway_on(fake, context_limit=limit) as (base, gateway):
+    limit = window_for("messages", follow_up) - 32000  # a prompt target: no max_tokens
+    with gateway_on(fake, context_target=limit) as (base, gateway):
         client = claude_client(base, default_headers=CLAUDE_HEADERS)
         client.messages.create(**summary)
         assert fake.last.raw == json.dumps(summary, separators=(",", ":")).encode() or (
@@ -294,8 +297,8 @@ def test_usage_from_the_stream_feeds_the_session(fake):
 
 def test_status_shows_figures_never_text_or_credentials(fake, caplog):
     body = chat_agent_request(14)
-    limit = window_for("chat", body) + 4096
-    with caplog.at_level(logging.DEBUG), gateway_on(fake, context_limit=limit) as (base, _):
+    limit = window_for("chat", body) - 4096  # a prompt target: no output reservation
+    with caplog.at_level(logging.DEBUG), gateway_on(fake, context_target=limit) as (base, _):
         openai_client(base).chat.completions.create(**body)
         with httpx2.Client(trust_env=False) as http:
             status = http.get(f"{base}/status.json").text
@@ -342,3 +345,76 @@ def test_reply_kinds_reach_the_sdk_as_its_own_objects(fake):
     assert [block.type for block in message.content] == ["thinking", "tool_use"]
     assert isinstance(message.content[1], anthropic.types.ToolUseBlock)
     assert Reply().kind == "text"  # the fixture's default was changed for this test only
+
+
+def test_tomc_headers_are_read_and_removed_before_forwarding(fake):
+    body = chat_agent_request(14)
+    target = int(request_tokens("chat", body) * 0.6)
+    with gateway_on(fake) as (base, gateway):
+        client = openai_client(base)
+        client.chat.completions.create(**body)
+        direct_headers = dict(fake.last.headers)
+        extra = {"x-tomc-context-target": str(target), "x-tomc-thinking-prefix": "drop_block"}
+        client.chat.completions.create(**body, extra_headers=extra)
+        via = fake.last
+    assert not any(name.lower().startswith("x-tomc-") for name in via.headers)
+    hop = {"content-length"}
+    assert {k: v for k, v in via.headers.items() if k not in hop} == {
+        k: v for k, v in direct_headers.items() if k not in hop
+    }
+    assert len(via.body["messages"]) < len(body["messages"])
+    conversation = gateway.status()["conversations"][0]
+    assert conversation["context_target"] == target
+    assert conversation["target_source"] == "tomc run option"
+
+
+def test_an_agent_default_header_loses_to_the_settings_and_off_turns_targets_off(fake):
+    body = chat_agent_request(14)
+    small = int(request_tokens("chat", body) * 0.6)
+    agent_default = {"x-tomc-context-target": f"{small}; source=agent"}
+    with gateway_on(fake, context_target="off") as (base, gateway):
+        openai_client(base).chat.completions.create(**body, extra_headers=agent_default)
+    assert fake.last.body == body
+    assert gateway.status()["conversations"][0]["context_target"] is None
+    assert gateway.status()["context_target"] == "off"
+
+
+def test_a_settings_change_applies_to_a_running_conversation(fake, tmp_path):
+    body = chat_agent_request(14)
+    upstreams = {"anthropic": fake.anthropic_url, "openai": fake.base_url}
+    settings = GatewaySettings(upstreams=upstreams)
+    save_settings(settings, tmp_path)
+    gateway = Gateway(settings, timeout=httpx2.Timeout(10.0, read=2.0), home=tmp_path)
+    app = create_gateway_app(settings, gateway=gateway)
+    with InspectorServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
+        client = openai_client(server.url.rstrip("/"))
+        client.chat.completions.create(**body)
+        assert fake.last.body == body  # gpt-4o's default target (0.6 of its window) fits
+        target = int(request_tokens("chat", body) * 0.6)
+        time.sleep(1.1)  # the file is checked at most once a second
+        save_settings(replace(settings, context_target=target), tmp_path)
+        client.chat.completions.create(**body)
+    assert len(fake.last.body["messages"]) < len(body["messages"])
+    (conversation,) = gateway.status()["conversations"]
+    assert conversation["requests"] == 2 and conversation["context_target"] == target
+    assert gateway.status()["context_target"] == target
+
+
+def test_with_no_settings_a_claude_code_request_gets_the_agents_default_target(fake):
+    small = {**claude_code_request(40, thinking=False), "model": "claude-haiku-4-5"}
+    large = {**claude_code_request(120, thinking=False), "model": "claude-haiku-4-5"}
+    default = claude_code_limit("claude-haiku-4-5").target
+    assert request_tokens("messages", small) < default < request_tokens("messages", large)
+    with gateway_on(fake) as (base, gateway):
+        client = claude_client(base, default_headers=CLAUDE_HEADERS)
+        client.messages.create(**small, extra_query={"beta": "true"})
+        direct = claude_client(fake.anthropic_url, default_headers=CLAUDE_HEADERS)
+        sent_small = fake.last.raw
+        direct.messages.create(**small, extra_query={"beta": "true"})
+        assert sent_small == fake.last.raw  # under the target: byte-identical
+        client.messages.create(**large, extra_query={"beta": "true"})
+        sent = fake.last.body
+    assert request_tokens("messages", sent) <= default
+    decisions = gateway.status()["conversations"][0]
+    assert decisions["context_target"] == default
+    assert decisions["target_source"].startswith("claude default")

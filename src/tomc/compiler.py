@@ -182,4 +182,3 @@ def _source_units(table: SourceTable) -> tuple[SourceUnit, ...]:
             zip(table.texts, table.roles, table.message_indexes, table.line_indexes, strict=True)
         )
     )
-

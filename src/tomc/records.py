@@ -119,9 +119,7 @@ def _relation_records(
     return records, exceeded
 
 
-def _count_records(
-    texts: Sequence[str], route: Route, uncapped: bool
-) -> tuple[list[Record], bool]:
+def _count_records(texts: Sequence[str], route: Route, uncapped: bool) -> tuple[list[Record], bool]:
     named = list(route.count_terms)
     cap = CAPS["count"]
     room = None if uncapped else max(cap - len(named), 0)

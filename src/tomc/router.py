@@ -63,8 +63,20 @@ _FREQUENCY = _Cues(
         r"|\bmost\s+(?:common|frequent)\b|\boccurrences?\b|\bfrequenc(?:y|ies)\b|\btally\b"
     ),
     (
-        "多少次", "几次", "幾次", "次数", "次數", "统计", "統計", "计数", "計數", "频率", "頻率",
-        "最常", "出现最多", "出現最多",
+        "多少次",
+        "几次",
+        "幾次",
+        "次数",
+        "次數",
+        "统计",
+        "統計",
+        "计数",
+        "計數",
+        "频率",
+        "頻率",
+        "最常",
+        "出现最多",
+        "出現最多",
     ),
 )
 _QUANTITY = _Cues(
@@ -97,6 +109,7 @@ _WORDING = _Cues(
     ),
     ("原话", "原話", "原文", "逐字", "措辞", "措辭", "怎么说", "怎麼說"),
 )
+
 
 @dataclass(frozen=True, slots=True)
 class Route:

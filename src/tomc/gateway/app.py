@@ -20,8 +20,8 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import replace
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -37,14 +37,36 @@ from .. import __version__
 from ..chat import AutomaticChatSession, Decision
 from ..chat.dialects import DIALECTS
 from ..web.app import LOOPBACK_HOSTS, HostCheck, inspector_routes
+from .agent_limits import (
+    OWN_PREFIX,
+    TARGET_HEADER,
+    THINKING_HEADER,
+    agent_defaults,
+    request_limit,
+)
 from .ledger import LedgerEntry, UsageLedger, ledger_path
 from .relay import UsageSniffer, error_response, forward_headers, relay
 from .routing import API_PATHS, conversation_key, route_request
 from .sessions import Conversation, MemorySessionStore, SessionStore
-from .settings import SETTINGS_FILE, GatewaySettings, gateway_dir, load_settings
+from .settings import (
+    SETTINGS_FILE,
+    TARGET_OFF,
+    GatewaySettings,
+    gateway_dir,
+    load_settings,
+    parse_context_target,
+)
 from .status_page import render_status_page
 
-__all__ = ["MAX_REWRITE_BYTES", "SERVICE_NAME", "Gateway", "create_gateway_app"]
+__all__ = [
+    "MAX_REWRITE_BYTES",
+    "SERVICE_NAME",
+    "TARGET_HEADER",
+    "THINKING_HEADER",
+    "Gateway",
+    "RequestOptions",
+    "create_gateway_app",
+]
 
 logger = logging.getLogger("tomc.gateway")
 
@@ -54,6 +76,44 @@ SERVICE_NAME = "tomc-gateway"
 MAX_REWRITE_BYTES = 64 * 1024 * 1024
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _COMPACT_PATHS = {"/v1/responses/compact": "responses"}
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """What a request asks of TOMC through its ``x-tomc-*`` headers.
+
+    ``x-tomc-context-target: N`` or ``off`` is an explicit per-run option (it wins over the
+    settings file); ``x-tomc-context-target: N; source=agent`` is the default ``tomc run``
+    computed from the agent's own configuration (the settings file wins over it).
+    ``x-tomc-thinking-prefix: passthrough|drop_block`` overrides the setting. A value that
+    does not parse is ignored (logged), never fatal.
+    """
+
+    target: int | str | None = None
+    agent_target: int | None = None
+    thinking_prefix: str | None = None
+
+    @classmethod
+    def from_headers(cls, headers: dict[str, str]) -> RequestOptions:
+        target = agent_target = thinking = None
+        raw = headers.get(TARGET_HEADER, "").strip()
+        if raw:
+            value, _, params = raw.partition(";")
+            try:
+                parsed = parse_context_target(value)
+            except Exception:
+                logger.warning("ignoring %s: %r", TARGET_HEADER, raw)
+                parsed = None
+            if "source=agent" in params.replace(" ", "").lower():
+                agent_target = parsed if isinstance(parsed, int) else None
+            else:
+                target = parsed
+        raw = headers.get(THINKING_HEADER, "").strip().lower()
+        if raw in ("passthrough", "drop_block"):
+            thinking = raw
+        elif raw:
+            logger.warning("ignoring %s: %r", THINKING_HEADER, raw)
+        return cls(target, agent_target, thinking)
 
 
 class Gateway:
@@ -69,8 +129,11 @@ class Gateway:
         timeout: httpx2.Timeout | None = None,
         home: str | os.PathLike[str] | None = None,
         ledger: UsageLedger | None = None,
+        pinned: Mapping[str, Any] | None = None,
     ) -> None:
         self.settings = settings
+        # Options given on the command line win over the settings file, also after a reload.
+        self._pinned = dict(pinned or {})
         # What went through, kept across restarts in <home>/gateway/usage.sqlite3 (in memory
         # without a home).
         self.ledger = ledger or UsageLedger(ledger_path(home) if home is not None else None)
@@ -79,10 +142,10 @@ class Gateway:
         self._settings_file = gateway_dir(home) / SETTINGS_FILE if home is not None else None
         self._settings_stamp = self._stamp()
         self._checked_at = 0.0
+        # The target and the thinking prefix are applied per request (see _rewrite), so that
+        # settings saved while the gateway runs reach running conversations too.
         factory = session_factory or partial(
-            AutomaticChatSession,
-            thinking_prefix=settings.thinking_prefix,
-            deployment_context_limit=settings.context_limit,
+            AutomaticChatSession, thinking_prefix=settings.thinking_prefix
         )
         self.store = store or MemorySessionStore(factory)
         self._transport = transport
@@ -134,7 +197,7 @@ class Gateway:
         except Exception as exc:  # keep serving with what worked
             logger.warning("gateway settings not reloaded: %s", exc)
             return
-        self.settings = replace(fresh, port=self.settings.port)
+        self.settings = replace(fresh, **{**self._pinned, "port": self.settings.port})
         logger.info("gateway settings reloaded: upstreams %s", dict(self.settings.upstreams))
 
     # ---------------------------------------------------------------- proxying
@@ -144,13 +207,19 @@ class Gateway:
         self.refresh_settings()
         assert self.client is not None, "the gateway's lifespan has not started"
         path = request.url.path
+        # TOMC's own per-request options (x-tomc-*) are read here and never forwarded.
+        items = [(n, v) for n, v in request.headers.items() if not n.lower().startswith(OWN_PREFIX)]
         headers = {name.lower(): value for name, value in request.headers.items()}
+        options = RequestOptions.from_headers(headers)
+        headers = {
+            name: value for name, value in headers.items() if not name.startswith(OWN_PREFIX)
+        }
         route = route_request(path, request.url.query, headers, self.settings)
         body = await request.body()
         prepared_body, add, conversation = body, {}, None
         api = route.api if request.method == "POST" else None
         if api is not None:
-            prepared_body, add, conversation = await self._rewrite(api, headers, body)
+            prepared_body, add, conversation = await self._rewrite(api, headers, body, options)
         else:
             self.passthrough_paths += 1
         # Read now: _rewrite recorded it and nothing ran since (no await in between).
@@ -171,15 +240,35 @@ class Gateway:
             self.client,
             method=request.method,
             url=route.url,
-            headers=forward_headers(request.headers.items(), add),
+            headers=forward_headers(items, add),
             body=prepared_body,
             api=route.api,
             sniffer=sniffer,
             on_done=done,
         )
 
+    def context_target(
+        self, api: str, headers: dict[str, str], data: dict[str, Any], options: RequestOptions
+    ) -> tuple[int | None, str]:
+        """The target for one request and where it comes from. Precedence: an explicit
+        per-run option (header) > the settings file > the agent's default (sent by ``tomc run``
+        from the agent's own configuration, else derived from the request)."""
+        if options.target is not None:
+            return (None if options.target == TARGET_OFF else options.target), "tomc run option"
+        setting = self.settings.context_target
+        if setting == TARGET_OFF:
+            return None, "settings: off"
+        if isinstance(setting, int):
+            return setting, "settings"
+        if isinstance(options.agent_target, int):
+            return options.agent_target, "agent configuration (tomc run)"
+        limit = request_limit(api, headers, data)
+        if limit is None or limit.target is None:
+            return None, "no default (unknown model)"
+        return limit.target, f"{limit.agent} default ({limit.source})"
+
     async def _rewrite(
-        self, api: str, headers: dict[str, str], body: bytes
+        self, api: str, headers: dict[str, str], body: bytes, options: RequestOptions | None = None
     ) -> tuple[bytes, dict[str, str], Conversation | None]:
         """The body to send, headers to add, and the conversation; the original on any failure."""
         if headers.get("content-encoding", "identity") != "identity":
@@ -195,11 +284,19 @@ class Gateway:
             return body, {}, None
         if not isinstance(data, dict):
             return body, {}, None
+        options = options or RequestOptions()
         conversation = None
         try:
+            target, source = self.context_target(api, headers, data, options)
             conversation = self.store.get(conversation_key(api, headers, data), api)
+            conversation.target_source = source
+            # The session has no per-request thinking_prefix: set its attribute (one agent
+            # process per conversation, so the value is stable within a conversation).
+            conversation.session.thinking_prefix = (
+                options.thinking_prefix or self.settings.thinking_prefix
+            )
             prepared = await anyio.to_thread.run_sync(
-                partial(conversation.session.prepare_request, data, api=api)
+                partial(conversation.session.prepare_request, data, api=api, context_target=target)
             )
         except Exception as exc:  # fail open: the agent's request must go out as it came
             logger.warning(
@@ -251,6 +348,7 @@ class Gateway:
                     tokens_before=decision.tokens_before if decision is not None else 0,
                     tokens_after=decision.tokens_after if decision is not None else 0,
                     usage=sniffer.usage if sniffer is not None and status < 400 else None,
+                    context_target=decision.context_target if decision is not None else None,
                 )
             )
         except Exception as exc:  # only bookkeeping
@@ -286,7 +384,12 @@ class Gateway:
             "uptime_s": round(now - self.started, 1),
             "upstreams": dict(self.settings.upstreams),
             "thinking_prefix": self.settings.thinking_prefix,
-            "context_limit": self.settings.context_limit,
+            "context_target": (
+                "per agent default"
+                if self.settings.context_target is None
+                else self.settings.context_target
+            ),
+            "agent_defaults": agent_defaults(),
             "requests": self.requests,
             "passthrough_paths": self.passthrough_paths,
             "tokens_saved": sum(c["tokens_saved"] for c in conversations),
@@ -304,11 +407,12 @@ def create_gateway_app(
     *,
     gateway: Gateway | None = None,
     home: str | os.PathLike[str] | None = None,
+    pinned: Mapping[str, Any] | None = None,
 ) -> Starlette:
     """The gateway application (see the module docstring). With ``home``, settings saved there
-    later are picked up while it runs."""
+    later are picked up while it runs, except the ``pinned`` ones (command-line options)."""
     settings = settings or GatewaySettings()
-    gateway = gateway or Gateway(settings, home=home)
+    gateway = gateway or Gateway(settings, home=home, pinned=pinned)
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse(

@@ -304,11 +304,16 @@ def codex_deactivate(
 
 
 def codex_run_overrides(
-    text: str | None, port: int, auth_mode: str, where: str = "config.toml"
+    text: str | None,
+    port: int,
+    auth_mode: str,
+    where: str = "config.toml",
+    extra_headers: Mapping[str, str] | None = None,
 ) -> tuple[list[str], dict[str, str], list[str]]:
     """``-c`` arguments that send one Codex process to the gateway, the upstreams its own
     configuration used, and notes. Nothing is written; an unreadable configuration only
-    costs the upstream detection (Codex will report the file itself)."""
+    costs the upstream detection (Codex will report the file itself). ``extra_headers``
+    join the provider's ``http_headers`` (the user's own provider's headers are kept)."""
     notes: list[str] = []
     try:
         provider = codex_provider(text, where)
@@ -321,6 +326,9 @@ def codex_run_overrides(
         )
     previous = None if provider.id == BUILTIN else provider
     table = tomc_provider_table(port, auth_mode, previous if provider.known else None)
+    if extra_headers:
+        own = table.get("http_headers")
+        table["http_headers"] = {**(own if isinstance(own, Mapping) else {}), **extra_headers}
     args = [
         "-c",
         f"model_providers.{PROVIDER_ID}={_table_item(table, inline=True).as_string()}",

@@ -19,6 +19,40 @@ def gateway_group() -> None:
     """Run the local request gateway that Claude Code and Codex can be pointed at."""
 
 
+class _TargetType(click.ParamType):
+    """A context target: a number of tokens (at least 1024) or ``off``."""
+
+    name = "N|off"
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        from ..errors import InvalidOptionError
+        from .settings import parse_context_target
+
+        try:
+            return parse_context_target(value)
+        except InvalidOptionError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+_CONTEXT_TARGET = click.option(
+    "--context-target",
+    "--context-limit",
+    "context_target",
+    type=_TargetType(),
+    default=None,
+    help="Keep every request's prompt at or under N tokens, or 'off' for no target (default: "
+    "the settings file, else a share of each agent's own auto-compaction threshold). "
+    "--context-limit is the older name.",
+)
+_THINKING_PREFIX = click.option(
+    "--thinking-prefix",
+    type=click.Choice(["passthrough", "drop_block"]),
+    default=None,
+    help="Anthropic signed thinking after a rewritten prefix: send the request as it is, or "
+    "let the provider drop those blocks (its documented drop_block behaviour).",
+)
+
+
 @gateway_group.command("serve")
 @click.option(
     "--host",
@@ -30,19 +64,8 @@ def gateway_group() -> None:
 @click.option(
     "--port", "-p", type=click.IntRange(0, 65535), default=None, help="Default: saved, else 8787."
 )
-@click.option(
-    "--context-limit",
-    type=click.IntRange(1024),
-    default=None,
-    help="Keep every request under this many tokens, even when the model's window is larger.",
-)
-@click.option(
-    "--thinking-prefix",
-    type=click.Choice(["passthrough", "drop_block"]),
-    default=None,
-    help="Anthropic signed thinking after a rewritten prefix: send the request as it is, or "
-    "let the provider drop those blocks (its documented drop_block behaviour).",
-)
+@_CONTEXT_TARGET
+@_THINKING_PREFIX
 @click.option(
     "--home", type=click.Path(), envvar="TOMC_HOME", default=None, help="TOMC home (settings)."
 )
@@ -51,7 +74,7 @@ def serve_command(
     host: str,
     allow_remote: bool,
     port: int | None,
-    context_limit: int | None,
+    context_target: int | str | None,
     thinking_prefix: str | None,
     home: str | None,
     verbose: bool,
@@ -72,12 +95,12 @@ def serve_command(
         click.echo(f"warning: serving on {host}; anyone who can reach it can use it", err=True)
     try:
         settings = load_settings(home)
-        changes = {
-            "port": port or settings.port,
-            "context_limit": context_limit or settings.context_limit,
-            "thinking_prefix": thinking_prefix or settings.thinking_prefix,
-        }
-        settings = replace(settings, **changes)
+        pinned: dict[str, object] = {}
+        if context_target is not None:
+            pinned["context_target"] = context_target
+        if thinking_prefix is not None:
+            pinned["thinking_prefix"] = thinking_prefix
+        settings = replace(settings, port=port or settings.port, **pinned)
     except TomcError as exc:
         raise click.ClickException(str(exc)) from None
     logging.basicConfig(
@@ -86,7 +109,9 @@ def serve_command(
     )
     try:
         server = InspectorServer(
-            create_gateway_app(settings, home=home if home is not None else default_home()),
+            create_gateway_app(
+                settings, home=home if home is not None else default_home(), pinned=pinned
+            ),
             host,
             0 if port == 0 else settings.port,
             verbose=verbose,
@@ -190,10 +215,18 @@ def status_command(home: str | None, as_json: bool) -> None:
     help="The agent's executable (default: $TOMC_CLAUDE_BIN / $TOMC_CODEX_BIN, else claude / "
     "codex on PATH).",
 )
+@_CONTEXT_TARGET
+@_THINKING_PREFIX
 @click.argument("client", type=_CLIENT_CHOICE)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def run_command(
-    port: int | None, home: str | None, agent: str | None, client: str, args: tuple[str, ...]
+    port: int | None,
+    home: str | None,
+    agent: str | None,
+    context_target: int | str | None,
+    thinking_prefix: str | None,
+    client: str,
+    args: tuple[str, ...],
 ) -> None:
     """Run Claude Code or Codex through the gateway, for this process only.
 
@@ -204,7 +237,16 @@ def run_command(
     from .launcher import run_agent
 
     with _reported(f"running {client}"):
-        code = run_agent(client, args, port=port, home=home, agent=agent, notify=_say)
+        code = run_agent(
+            client,
+            args,
+            port=port,
+            home=home,
+            agent=agent,
+            context_target=context_target,
+            thinking_prefix=thinking_prefix,
+            notify=_say,
+        )
     raise click.exceptions.Exit(code)
 
 

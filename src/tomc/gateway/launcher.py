@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,13 @@ from types import FrameType
 from ..errors import AgentNotFoundError, GatewayError, InvalidOptionError
 from ..notebooks import default_home
 from .agent_config import CLIENTS, decode_config, read_config
+from .agent_limits import (
+    TARGET_HEADER,
+    THINKING_HEADER,
+    AgentLimit,
+    claude_code_limit,
+    codex_limit,
+)
 from .claude_config import BASE_URL_KEY, claude_base_url, claude_settings_path
 from .codex_config import codex_auth_mode, codex_config_path, codex_run_overrides
 from .health import gateway_root, loopback_port, probe, wait_until_answering
@@ -63,6 +71,8 @@ __all__ = [
 
 #: The variable that names the agent's executable instead of looking for it on ``PATH``.
 AGENT_ENV = {"claude": "TOMC_CLAUDE_BIN", "codex": "TOMC_CODEX_BIN"}
+#: Claude Code's variable for extra request headers (newline-separated ``Name: value``).
+CUSTOM_HEADERS_KEY = "ANTHROPIC_CUSTOM_HEADERS"
 START_TIMEOUT_S = 30.0
 LOG_FILE = "gateway.log"
 _FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP")
@@ -77,6 +87,8 @@ class LaunchPlan:
     env: Mapping[str, str]
     upstreams: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: The agent's own compaction threshold and TOMC's default target for this launch.
+    limit: AgentLimit | None = None
 
 
 def find_agent(client: str, override: str | None, environ: Mapping[str, str]) -> str:
@@ -108,6 +120,91 @@ def _config_text(path: Path) -> tuple[str | None, str | None]:
         return None, str(exc)
 
 
+def _option(args: Sequence[str], *names: str) -> str | None:
+    """The last value of ``--name value`` / ``--name=value`` in the agent's arguments."""
+    found = None
+    for index, arg in enumerate(args):
+        for name in names:
+            if arg == name and index + 1 < len(args):
+                found = args[index + 1]
+            elif name.startswith("--") and arg.startswith(name + "="):
+                found = arg[len(name) + 1 :]
+    return found
+
+
+def _codex_cli_config(args: Sequence[str]) -> dict[str, object]:
+    """The keys that decide Codex's compaction threshold, as its own arguments set them
+    (``-c key=value`` with a TOML value, ``-m``/``--model``, ``-p``/``--profile``)."""
+    found: dict[str, object] = {}
+    wanted = {"model", "model_context_window", "model_auto_compact_token_limit", "profile"}
+    for index, arg in enumerate(args):
+        pair = None
+        if arg in ("-c", "--config") and index + 1 < len(args):
+            pair = args[index + 1]
+        elif arg.startswith("--config="):
+            pair = arg[len("--config=") :]
+        if pair is None or "=" not in pair:
+            continue
+        key, _, raw = pair.partition("=")
+        if key.strip() not in wanted:
+            continue
+        try:
+            found[key.strip()] = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            found[key.strip()] = raw.strip()
+    model = _option(args, "-m", "--model")
+    if model:
+        found["model"] = model
+    profile = _option(args, "-p", "--profile")
+    if profile:
+        found["profile"] = profile
+    return found
+
+
+def agent_limit(
+    client: str, args: Sequence[str], environ: Mapping[str, str], text: str | None
+) -> AgentLimit | None:
+    """The agent's own compaction threshold as this launch configures it: Claude Code's
+    environment, ``settings.json`` (``text``) and ``--model``; Codex's ``config.toml``
+    (``text``) and ``-c`` / ``-m`` / ``-p`` arguments."""
+    try:
+        data = (json.loads(text) if client == "claude" else tomllib.loads(text)) if text else {}
+    except (ValueError, tomllib.TOMLDecodeError):
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    if client == "claude":
+        env = {**environ, **{k: str(v) for k, v in (data.get("env") or {}).items()}}
+        return claude_code_limit(_option(args, "--model"), env, data)
+    return codex_limit(None, {**data, **_codex_cli_config(args)})
+
+
+def tomc_headers(
+    limit: AgentLimit | None, context_target: int | str | None, thinking_prefix: str | None
+) -> dict[str, str]:
+    """The ``x-tomc-*`` headers the agent sends to the gateway (which removes them)."""
+    headers: dict[str, str] = {}
+    if context_target is not None:
+        headers[TARGET_HEADER] = str(context_target)
+    elif limit is not None and limit.target is not None:
+        headers[TARGET_HEADER] = f"{limit.target}; source=agent"
+    if thinking_prefix is not None:
+        headers[THINKING_HEADER] = thinking_prefix
+    return headers
+
+
+def _merge_custom_headers(current: str, add: Mapping[str, str]) -> str:
+    """``ANTHROPIC_CUSTOM_HEADERS`` (newline-separated ``Name: value``) with ``add``; the
+    user's own lines are kept, earlier ``x-tomc-*`` lines replaced."""
+    lines = [
+        line
+        for line in current.splitlines()
+        if line.strip() and not line.strip().lower().startswith("x-tomc-")
+    ]
+    lines += [f"{name}: {value}" for name, value in add.items()]
+    return "\n".join(lines)
+
+
 def plan_launch(
     client: str,
     executable: str,
@@ -115,10 +212,19 @@ def plan_launch(
     port: int,
     environ: Mapping[str, str],
     gateway_ports: Collection[int] = (),
+    *,
+    context_target: int | str | None = None,
+    thinking_prefix: str | None = None,
 ) -> LaunchPlan:
     """How to run ``client`` against the gateway on ``port``; reads the agent's
     configuration, writes nothing. An endpoint on a loopback port in ``gateway_ports`` (the
-    configured gateway's) is a TOMC gateway, never recorded as an upstream."""
+    configured gateway's) is a TOMC gateway, never recorded as an upstream.
+
+    The agent also sends ``x-tomc-context-target`` (``context_target`` when given, else the
+    default from the agent's own threshold, marked ``source=agent``) and, when given,
+    ``x-tomc-thinking-prefix``: Claude Code through ``ANTHROPIC_CUSTOM_HEADERS``, Codex through
+    the ``tomc`` provider's ``http_headers``. The gateway removes them before forwarding.
+    """
     env = dict(environ)
     root = gateway_root(port)
     notes: list[str] = []
@@ -135,30 +241,55 @@ def plan_launch(
                 problem = str(exc)
         if problem:
             notes.append(problem)
-        extra: list[str] = []
+        limit = agent_limit(client, args, environ, text if problem is None else None)
+        headers = tomc_headers(limit, context_target, thinking_prefix)
+        settings_env: dict[str, str] = {}
         if own is not None and own.rstrip("/") != root:
             # settings.json's env block wins over the environment: pass the address again as
             # command-line settings, which win over the user's settings file.
-            extra = ["--settings", json.dumps({"env": {BASE_URL_KEY: root}})]
+            settings_env[BASE_URL_KEY] = root
+        if headers:
+            try:
+                file_env = (json.loads(text) or {}).get("env") or {} if text else {}
+            except (ValueError, AttributeError):
+                file_env = {}
+            file_headers = file_env.get(CUSTOM_HEADERS_KEY) if isinstance(file_env, dict) else None
+            current = file_headers if isinstance(file_headers, str) else None
+            merged = _merge_custom_headers(
+                current if current is not None else environ.get(CUSTOM_HEADERS_KEY, ""), headers
+            )
+            env[CUSTOM_HEADERS_KEY] = merged
+            if current is not None:  # the file's value would win over the environment's
+                settings_env[CUSTOM_HEADERS_KEY] = merged
+        extra: list[str] = []
+        if settings_env:
+            extra = ["--settings", json.dumps({"env": settings_env})]
         before = own if own is not None else environ.get(BASE_URL_KEY, "").strip() or None
         if before and loopback_port(before) not in {port, *gateway_ports}:
             upstreams["anthropic"] = before.rstrip("/")
-        return LaunchPlan((executable, *extra, *args), env, upstreams, tuple(notes))
+        return LaunchPlan((executable, *extra, *args), env, upstreams, tuple(notes), limit)
     path = codex_config_path(environ)
     text, problem = _config_text(path)
     if problem:
         notes.append(problem)
+    limit = agent_limit(client, args, environ, text)
     overrides, upstreams, more = codex_run_overrides(
-        text, port, codex_auth_mode(environ), str(path)
+        text,
+        port,
+        codex_auth_mode(environ),
+        str(path),
+        extra_headers=tomc_headers(limit, context_target, thinking_prefix),
     )
     notes += more
-    return LaunchPlan((executable, *overrides, *args), env, upstreams, tuple(notes))
+    return LaunchPlan((executable, *overrides, *args), env, upstreams, tuple(notes), limit)
 
 
-def _spawn_gateway(port: int, home: Path, folder: Path) -> subprocess.Popen[bytes]:
+def _spawn_gateway(
+    port: int, home: Path, folder: Path, options: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     argv = [sys.executable, "-m", "tomc", "gateway", "serve", "--port", str(port)]
-    argv += ["--home", str(home)]
+    argv += ["--home", str(home), *options]
     options: dict[str, object] = {}
     if sys.platform == "win32":  # pragma: no cover - Windows only
         options["creationflags"] = (
@@ -187,7 +318,13 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip().removeprefix("Error: ") if lines else ""
 
 
-def ensure_gateway(port: int, home: Path, folder: Path, timeout_s: float = START_TIMEOUT_S) -> bool:
+def ensure_gateway(
+    port: int,
+    home: Path,
+    folder: Path,
+    timeout_s: float = START_TIMEOUT_S,
+    options: Sequence[str] = (),
+) -> bool:
     """Make sure a gateway answers on ``port``; start one (and record it as started by
     ``tomc run``) when none does. Returns whether it was started here. Call under
     :func:`tomc.gateway.leases.run_lock`."""
@@ -200,7 +337,7 @@ def ensure_gateway(port: int, home: Path, folder: Path, timeout_s: float = START
             "`tomc run --port N` with a free port"
         )
     log = folder / LOG_FILE
-    process = _spawn_gateway(port, home, folder)
+    process = _spawn_gateway(port, home, folder, options)
 
     def exited() -> str | None:
         if process.poll() is None:
@@ -277,6 +414,8 @@ def run_agent(
     environ: Mapping[str, str] | None = None,
     start_timeout_s: float = START_TIMEOUT_S,
     notify: Callable[[str], None] | None = None,
+    context_target: int | str | None = None,
+    thinking_prefix: str | None = None,
 ) -> int:
     """Run ``client`` with ``args`` through the gateway; return the exit code to exit with.
 
@@ -291,7 +430,16 @@ def run_agent(
     settings = load_settings(home_path)
     port = settings.port if port is None else port
     executable = find_agent(client, agent, environ)
-    plan = plan_launch(client, executable, args, port, environ, {settings.port})
+    plan = plan_launch(
+        client,
+        executable,
+        args,
+        port,
+        environ,
+        {settings.port},
+        context_target=context_target,
+        thinking_prefix=thinking_prefix,
+    )
     for note in plan.notes:
         say(f"note: {note}")
 
@@ -311,7 +459,12 @@ def run_agent(
         for kind in kinds:
             if kind not in plan.upstreams and settings.upstream(kind) != DEFAULT_UPSTREAMS[kind]:
                 say(f"note: the gateway sends {kind} requests to {settings.upstream(kind)}")
-        started = ensure_gateway(port, home_path, folder, start_timeout_s)
+        options: list[str] = []
+        if context_target is not None:
+            options += ["--context-target", str(context_target)]
+        if thinking_prefix is not None:
+            options += ["--thinking-prefix", thinking_prefix]
+        started = ensure_gateway(port, home_path, folder, start_timeout_s, options)
         if started:
             say(f"started the TOMC gateway on {gateway_root(port)}")
         write_lease(folder, client, port)

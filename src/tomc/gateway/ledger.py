@@ -75,7 +75,8 @@ CREATE TABLE IF NOT EXISTS conversations (
     thinking_dropped INTEGER NOT NULL DEFAULT 0,
     last_direct_prompt REAL,
     last_direct_at REAL,
-    caching_seen INTEGER NOT NULL DEFAULT 0
+    caching_seen INTEGER NOT NULL DEFAULT 0,
+    context_target INTEGER
 );
 CREATE INDEX IF NOT EXISTS conversations_last_at ON conversations (last_at);
 CREATE TABLE IF NOT EXISTS errors (
@@ -135,6 +136,7 @@ class LedgerEntry:
     tokens_before: int = 0
     tokens_after: int = 0
     usage: ProviderUsage | None = None
+    context_target: int | None = None
 
     @property
     def rewritten(self) -> bool:
@@ -382,8 +384,8 @@ def _store(connection: sqlite3.Connection, entry: LedgerEntry) -> None:
             key, api, model, first_at, last_at, requests, rewritten, tokens_before,
             tokens_after, with_usage, prompt_tokens, cache_read_tokens, cache_write_tokens,
             output_tokens, billed_input, direct_input, direct_prompt, thinking_dropped,
-            last_direct_prompt, last_direct_at, caching_seen
-        ) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            last_direct_prompt, last_direct_at, caching_seen, context_target
+        ) VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (key) DO UPDATE SET
             model = CASE WHEN excluded.model != '' THEN excluded.model ELSE model END,
             last_at = MAX(last_at, excluded.last_at),
@@ -402,7 +404,8 @@ def _store(connection: sqlite3.Connection, entry: LedgerEntry) -> None:
             thinking_dropped = thinking_dropped + excluded.thinking_dropped,
             last_direct_prompt = excluded.last_direct_prompt,
             last_direct_at = excluded.last_direct_at,
-            caching_seen = excluded.caching_seen
+            caching_seen = excluded.caching_seen,
+            context_target = COALESCE(excluded.context_target, context_target)
         """,
         (
             entry.conversation,
@@ -425,6 +428,7 @@ def _store(connection: sqlite3.Connection, entry: LedgerEntry) -> None:
             previous_prompt,
             previous_at,
             int(caching_seen),
+            entry.context_target,
         ),
     )
     if with_usage:
@@ -498,7 +502,7 @@ def _traffic(connection: sqlite3.Connection, limit: int) -> dict[str, Any]:
                 "first_at": row["first_at"],
                 "last_at": row["last_at"],
                 **_figures(row, errors),
-                "context_target": None,
+                "context_target": row["context_target"],
             }
         )
     return {

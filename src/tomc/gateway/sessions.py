@@ -38,6 +38,9 @@ class Conversation:
     last_code: str = ""
     #: The decision of the latest request (``None`` after a gateway error), for the usage ledger.
     last_decision: Decision | None = None
+    #: The last decision's context target (``None``: none applied) and where it came from.
+    context_target: int | None = None
+    target_source: str = ""
 
     def record(self, decision: Decision | None, now: float) -> None:
         self.requests += 1
@@ -53,6 +56,7 @@ class Conversation:
         self.tokens_after += decision.tokens_after
         self.last_model = decision.model
         self.last_code = decision.code
+        self.context_target = getattr(decision, "context_target", None)
 
     def to_dict(self, now: float) -> dict[str, Any]:
         saved = self.tokens_before - self.tokens_after
@@ -64,6 +68,8 @@ class Conversation:
             "rebuilds": self.session.rebuilds,
             "decisions": dict(sorted(self.codes.items())),
             "last_decision": self.last_code,
+            "context_target": self.context_target,
+            "target_source": self.target_source,
             "tokens_sent": self.tokens_after,
             "tokens_without_tomc": self.tokens_before,
             "tokens_saved": saved,
@@ -71,8 +77,6 @@ class Conversation:
             "gateway_errors": self.failures,
             "idle_s": round(now - self.last_seen, 1),
             "age_s": round(now - self.created, 1),
-            # The token target TOMC keeps this conversation under (not reported yet).
-            "context_target": None,
         }
 
 

@@ -23,10 +23,12 @@ from ..notebooks import default_home
 __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_UPSTREAMS",
+    "TARGET_OFF",
     "GatewaySettings",
     "atomic_write",
     "gateway_dir",
     "load_settings",
+    "parse_context_target",
     "record_upstream",
     "save_settings",
 ]
@@ -58,10 +60,11 @@ class GatewaySettings:
     #: :mod:`tomc.chat.dialects.anthropic_messages`); ``"passthrough"`` sends such requests as
     #: they are.
     thinking_prefix: str = "passthrough"
-    #: Keep every request of every conversation under this many tokens (the
-    #: ``deployment_context_limit`` of its session), even where the model's window is larger;
-    #: ``None`` uses each model's documented window.
-    context_limit: int | None = None
+    #: Keep every request's prompt at or under this many tokens (the ``context_target`` of
+    #: each request; the output reservation does not count). ``None``: each agent's default
+    #: (:mod:`tomc.gateway.agent_limits`); ``"off"``: no target, only the models' windows.
+    #: The file's older ``context_limit`` key is read as this.
+    context_target: int | str | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -76,8 +79,7 @@ class GatewaySettings:
                 raise InvalidOptionError(f"upstream {kind!r} must be an http(s) URL, not {url!r}")
         if self.thinking_prefix not in ("passthrough", "drop_block"):
             raise InvalidOptionError("thinking_prefix must be 'passthrough' or 'drop_block'")
-        if self.context_limit is not None and self.context_limit < 1024:
-            raise InvalidOptionError(f"context_limit must be >= 1024, not {self.context_limit}")
+        object.__setattr__(self, "context_target", parse_context_target(self.context_target))
 
     def upstream(self, kind: str) -> str:
         """The base URL for ``kind``, without a trailing slash."""
@@ -87,6 +89,33 @@ class GatewaySettings:
         data = asdict(self)
         data["upstreams"] = dict(self.upstreams)
         return data
+
+
+TARGET_OFF = "off"
+
+
+def parse_context_target(value: object) -> int | str | None:
+    """A context target as settings, options and headers spell it: ``None``, ``"off"``, or an
+    integer of at least 1024 tokens (``"120000"`` and ``"120_000"`` too)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in (TARGET_OFF, "none", "false"):
+            return TARGET_OFF
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise InvalidOptionError(
+                f"context target must be a number of tokens or 'off', not {text!r}"
+            ) from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidOptionError(
+            f"context target must be a number of tokens or 'off', not {value!r}"
+        )
+    if value < 1024:
+        raise InvalidOptionError(f"context target must be >= 1024 tokens, not {value}")
+    return value
 
 
 def gateway_dir(home: str | os.PathLike[str] | None = None) -> Path:
@@ -111,7 +140,7 @@ def load_settings(home: str | os.PathLike[str] | None = None) -> GatewaySettings
             port=int(data.get("port", DEFAULT_PORT)),
             upstreams=upstreams,
             thinking_prefix=data.get("thinking_prefix", "passthrough"),
-            context_limit=data.get("context_limit"),
+            context_target=data.get("context_target", data.get("context_limit")),
         )
     except (ValueError, TypeError, AttributeError) as exc:
         raise InvalidOptionError(f"gateway settings {path} are not valid: {exc}") from None

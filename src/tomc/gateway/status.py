@@ -62,11 +62,17 @@ class GatewayStatus:
     #: gateway runs: ``None`` before anything went through; ``{"ledger", "problem"}`` when the
     #: file cannot be read.
     traffic: Mapping[str, Any] | None = None
+    #: The settings' context target: a number, ``"off"``, or ``"per agent default"``.
+    context_target: int | str = "per agent default"
+    #: Per agent, its own compaction threshold and the default target, as its configuration
+    #: here sets them (what ``tomc run`` sends; see :mod:`tomc.gateway.agent_limits`).
+    agent_defaults: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["clients"] = [asdict(client) for client in self.clients]
         data["runs"] = list(self.runs)
+        data["agent_defaults"] = list(self.agent_defaults)
         return data
 
     def to_text(self) -> str:
@@ -97,6 +103,19 @@ class GatewayStatus:
         if self.login:
             lines.append(f"login entry: {self.login.get('kind')} {self.login.get('path')}")
         lines += _traffic_lines(self.traffic)
+        target = self.context_target
+        lines.append(
+            f"context target: {target:,} tokens (settings)"
+            if isinstance(target, int)
+            else f"context target: {target}"
+        )
+        for row in self.agent_defaults if not isinstance(target, int) else ():
+            threshold = row.get("threshold")
+            own = f"compacts at {threshold:,}" if threshold else "does not compact on its own"
+            value = f"{row['target']:,}" if row.get("target") else "none"
+            lines.append(
+                f"  {row['agent']} {row['model']}: {own} ({row['source']}); default target {value}"
+            )
         lines += [f"WARNING: {warning}" for warning in self.warnings]
         return "\n".join(lines) + "\n"
 
@@ -230,4 +249,21 @@ def gateway_status(
         login=read_login_record(folder),
         warnings=tuple(warnings),
         traffic=_read_traffic(home_path),
+        context_target=(
+            "per agent default" if settings.context_target is None else settings.context_target
+        ),
+        agent_defaults=tuple(_agent_defaults(environ)),
     )
+
+
+def _agent_defaults(environ: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each agent's threshold and default target under its configuration on this machine."""
+    from .launcher import _config_text, agent_limit
+
+    rows = []
+    for client in CLIENTS:
+        text, _ = _config_text(client_config_path(client, environ))
+        limit = agent_limit(client, (), environ, text)
+        if limit is not None:
+            rows.append(limit.to_dict())
+    return rows
