@@ -24,7 +24,7 @@ import httpx2
 import openai
 import pytest
 
-from dialect_fixtures import chat_agent_request, claude_code_request, codex_request, window_for
+from dialect_fixtures import chat_agent_request, claude_code_request, codex_request, request_tokens
 from fake_providers import BINDING_BETA, FakeProvider, ProviderError, Reply, Usage
 from gateway_helpers import free_port, isolated_env, make_fake_agent, stop_leftover_gateway
 from tomc.gateway.app import Gateway, create_gateway_app
@@ -163,7 +163,7 @@ def gateway_on(
             "openai": fake.base_url,
             "chatgpt": fake.chatgpt_url,
         },
-        context_limit=options.pop("context_limit", None),
+        context_target=options.pop("context_target", None),
     )
     gateway = Gateway(settings, timeout=httpx2.Timeout(10.0, read=5.0), home=home, **options)
     app = create_gateway_app(settings, gateway=gateway)
@@ -255,13 +255,13 @@ def test_usage_of_all_three_formats_is_kept_across_a_restart(fake, tmp_path):
 
 def test_rewritten_requests_are_counted_and_estimated_direct(fake):
     body = chat_agent_request(14)
-    limit = window_for("chat", body) + 4096
+    limit = int(request_tokens("chat", body) * 0.6)
     # The rewritten prefix is cached from the second request on, as the provider would do.
     fake.script(
         Reply(usage=Usage(input_tokens=1234)),
         Reply(usage=Usage(input_tokens=34, cache_read_tokens=1200)),
     )
-    with gateway_on(fake, None, context_limit=limit) as (base, _):
+    with gateway_on(fake, None, context_target=limit) as (base, _):
         gpt(base).chat.completions.create(**body)
         gpt(base).chat.completions.create(**body)
         status = status_json(base, 2)
@@ -277,7 +277,8 @@ def test_rewritten_requests_are_counted_and_estimated_direct(fake):
     assert conversation["direct_input"] == pytest.approx(expected, abs=0.2)
     assert conversation["direct_input"] > conversation["billed_input"]
     assert status["traffic"]["persistent"] is False  # no home: in memory only
-    assert status["conversations"][0]["context_target"] is None
+    assert status["conversations"][0]["context_target"] == limit
+    assert conversation["context_target"] == limit
 
 
 def test_upstream_errors_are_counted_by_status(fake):

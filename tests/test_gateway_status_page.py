@@ -10,7 +10,7 @@ import anthropic
 import httpx2
 import openai
 
-from dialect_fixtures import chat_agent_request, window_for
+from dialect_fixtures import chat_agent_request, request_tokens
 from fake_providers import FakeProvider, Reply, Usage
 from tomc.gateway.app import Gateway, create_gateway_app
 from tomc.gateway.settings import GatewaySettings
@@ -50,7 +50,7 @@ def test_the_chart_draws_cumulative_billed_against_direct():
 def test_the_page_shows_the_chart_and_figures_only(tmp_path):
     body = chat_agent_request(14)
     secret_text = body["messages"][1]["content"][:40]
-    limit = window_for("chat", body) + 4096
+    limit = int(request_tokens("chat", body) * 0.6)
     with FakeProvider() as fake:
         fake.script(
             Reply(usage=Usage(input_tokens=1234)),
@@ -58,7 +58,7 @@ def test_the_page_shows_the_chart_and_figures_only(tmp_path):
         )
         settings = GatewaySettings(
             upstreams={"openai": fake.base_url, "anthropic": fake.anthropic_url},
-            context_limit=limit,
+            context_target=limit,
         )
         gateway = Gateway(settings, home=tmp_path)
         app = create_gateway_app(settings, gateway=gateway)
