@@ -407,13 +407,14 @@ def test_every_code_a_decision_carries_is_listed_in_codes(fake):
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_signed_thinking_in_the_raw_tail_passes_through_by_default(fake, mode):
+def test_signed_thinking_in_the_raw_tail_passes_through_when_asked(fake, mode):
     body = {
         **claude_code_request(12, tail="tool_result"),
         "extra_headers": {"anthropic-beta": CLAUDE_BETAS},
     }
     direct = send(fake, "messages", body, mode=mode)
-    wrapped = send(fake, "messages", body, mode=mode, session=tight_session("messages", body))
+    session = tight_session("messages", body, thinking_prefix="passthrough")
+    wrapped = send(fake, "messages", body, mode=mode, session=session)
     assert (wrapped.decision.action, wrapped.decision.code) == ("passthrough", "thinking_bound")
     assert "drop_block" in wrapped.decision.reason
     assert wrapped.record.raw == direct.record.raw
@@ -423,21 +424,38 @@ def test_signed_thinking_in_the_raw_tail_passes_through_by_default(fake, mode):
 
 def test_a_thinking_bound_pass_through_counts_no_rebuild_and_reports_no_memory(fake):
     body = claude_code_request(12, tail="tool_result")
-    session = tight_session("messages", body)
+    session = tight_session("messages", body, thinking_prefix="passthrough")
     decision = send(fake, "messages", body, session=session).decision
     assert decision.code == "thinking_bound"
     assert (session.rebuilds, decision.rebuilds) == (0, 0)
     assert (decision.memory_tokens, decision.compiled_messages) == (None, 0)
 
 
+def test_a_callers_own_block_binding_is_respected(fake):
+    body = claude_code_request(12, tail="tool_result")
+    body["thinking"] = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "error"}}
+    body["extra_headers"] = {"anthropic-beta": f"{CLAUDE_BETAS},{BINDING_BETA}"}
+    direct = send(fake, "messages", body)
+    wrapped = send(fake, "messages", body, session=tight_session("messages", body))
+    assert wrapped.decision.code == "thinking_bound"
+    assert wrapped.record.raw == direct.record.raw
+    body["thinking"]["block_binding"]["prefix_mismatch_behavior"] = "drop_block"
+    wrapped = send(fake, "messages", body, session=tight_session("messages", body))
+    assert wrapped.decision.code == "compiled"
+    assert wrapped.record.body["thinking"] == body["thinking"]
+    assert wrapped.record.headers["anthropic-beta"].split(",").count(BINDING_BETA) == 1
+
+
 @pytest.mark.parametrize(("mode", "stream"), MODES)
 @pytest.mark.parametrize("betas", [None, CLAUDE_BETAS], ids=["no-betas", "caller-betas"])
-def test_drop_block_opt_in_sets_the_binding_and_merges_the_beta_header(fake, mode, stream, betas):
+def test_drop_block_by_default_sets_the_binding_and_merges_the_beta_header(
+    fake, mode, stream, betas
+):
     body = claude_code_request(12, tail="image", stream=stream)
     if betas:
         body["extra_headers"] = {"anthropic-beta": betas}
     direct = send(fake, "messages", body, mode=mode)
-    session = tight_session("messages", body, thinking_prefix="drop_block")
+    session = tight_session("messages", body)
     wrapped = send(fake, "messages", body, mode=mode, session=session)
     assert wrapped.decision.code == "compiled"
     sent = wrapped.record.body

@@ -42,14 +42,14 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "messages_thinking_image": (
         "messages",
+        {"model_profiles": {"claude-opus-4-8": {"context_window": 40_000}}},
+    ),
+    "messages_thinking_image.passthrough": (
+        "messages",
         {
             "model_profiles": {"claude-opus-4-8": {"context_window": 40_000}},
-            "thinking_prefix": "drop_block",
+            "thinking_prefix": "passthrough",
         },
-    ),
-    "messages_thinking_image.default": (
-        "messages",
-        {"model_profiles": {"claude-opus-4-8": {"context_window": 40_000}}},
     ),
     "responses_reasoning_compaction": (
         "responses",
@@ -59,7 +59,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
 EXPECTED_CODES = {
     "chat_tool_session": "compiled",
     "messages_thinking_image": "compiled",
-    "messages_thinking_image.default": "thinking_bound",
+    "messages_thinking_image.passthrough": "thinking_bound",
     "responses_reasoning_compaction": "compiled",
 }
 

@@ -136,6 +136,7 @@ class RequestPlan:
         self.window: int | None = None
         self.fit_limit = 0
         self.target: int | None = None
+        self.thinking_prefix = "drop_block"
         self.hint: int | None = None
         self.hint_source: str | None = None
         self.segments: Sequence[Segment] = ()

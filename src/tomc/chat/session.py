@@ -102,7 +102,7 @@ class AutomaticChatSession:
         backoff_thresholds: Sequence[float] = (0.5, 0.9),
         work_query: str = "task+step",
         api: str | None = None,
-        thinking_prefix: str = "passthrough",
+        thinking_prefix: str = "drop_block",
         compiler: Callable[..., Any] | None = None,
     ) -> None:
         _check_choice("refresh_policy", refresh_policy, POLICIES)
@@ -271,6 +271,7 @@ class AutomaticChatSession:
         deployment_context_limit: int | None = None,
         context_target: int | None = None,
         budget_tokens: int | None = None,
+        thinking_prefix: str | None = None,
     ) -> PreparedRequest:
         """Decide one request body in any supported format without sending it.
 
@@ -278,6 +279,8 @@ class AutomaticChatSession:
         On pass-through the body is the very ``request`` object (as a dict).
         """
         dialect = dialect_for(api or self.api, request)
+        if thinking_prefix is not None:
+            _check_choice("thinking_prefix", thinking_prefix, THINKING_PREFIX)
         with self._lock:
             self._requests += 1
             plan = RequestPlan(
@@ -287,6 +290,7 @@ class AutomaticChatSession:
                 policy=self.refresh_policy,
                 default_reserve=self.output_reserve,
             )
+            plan.thinking_prefix = thinking_prefix or self.thinking_prefix
             try:
                 body, headers = self._decide(
                     plan, task, deployment_context_limit, context_target, budget_tokens
@@ -754,7 +758,7 @@ class AutomaticChatSession:
             raise Pass("pairing_broken", f"the rewrite would break the format: {problems[0]}")
         body = plan.dialect.with_items(plan.request, view)
         return plan.dialect.finalize(
-            body, _raw_after_change(plan.entries, segments), self.thinking_prefix
+            body, _raw_after_change(plan.entries, segments), plan.thinking_prefix
         )
 
 

@@ -144,9 +144,7 @@ class Gateway:
         self._checked_at = 0.0
         # The target and the thinking prefix are applied per request (see _rewrite), so that
         # settings saved while the gateway runs reach running conversations too.
-        factory = session_factory or partial(
-            AutomaticChatSession, thinking_prefix=settings.thinking_prefix
-        )
+        factory = session_factory or AutomaticChatSession
         self.store = store or MemorySessionStore(factory)
         self._transport = transport
         self._timeout = timeout or httpx2.Timeout(connect=30.0, read=600.0, write=120.0, pool=30.0)
@@ -290,13 +288,14 @@ class Gateway:
             target, source = self.context_target(api, headers, data, options)
             conversation = self.store.get(conversation_key(api, headers, data), api)
             conversation.target_source = source
-            # The session has no per-request thinking_prefix: set its attribute (one agent
-            # process per conversation, so the value is stable within a conversation).
-            conversation.session.thinking_prefix = (
-                options.thinking_prefix or self.settings.thinking_prefix
-            )
             prepared = await anyio.to_thread.run_sync(
-                partial(conversation.session.prepare_request, data, api=api, context_target=target)
+                partial(
+                    conversation.session.prepare_request,
+                    data,
+                    api=api,
+                    context_target=target,
+                    thinking_prefix=options.thinking_prefix or self.settings.thinking_prefix,
+                )
             )
         except Exception as exc:  # fail open: the agent's request must go out as it came
             logger.warning(

@@ -59,7 +59,7 @@ class GatewaySettings:
     #: ``"drop_block"`` lets Anthropic drop signed thinking after a rewritten prefix (see
     #: :mod:`tomc.chat.dialects.anthropic_messages`); ``"passthrough"`` sends such requests as
     #: they are.
-    thinking_prefix: str = "passthrough"
+    thinking_prefix: str = "drop_block"
     #: Keep every request's prompt at or under this many tokens (the ``context_target`` of
     #: each request; the output reservation does not count). ``None``: each agent's default
     #: (:mod:`tomc.gateway.agent_limits`); ``"off"``: no target, only the models' windows.
@@ -139,7 +139,7 @@ def load_settings(home: str | os.PathLike[str] | None = None) -> GatewaySettings
         return GatewaySettings(
             port=int(data.get("port", DEFAULT_PORT)),
             upstreams=upstreams,
-            thinking_prefix=data.get("thinking_prefix", "passthrough"),
+            thinking_prefix=data.get("thinking_prefix", "drop_block"),
             context_target=data.get("context_target", data.get("context_limit")),
         )
     except (ValueError, TypeError, AttributeError) as exc:

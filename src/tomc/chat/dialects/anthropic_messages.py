@@ -7,10 +7,12 @@ first in the very next user message. ``thinking`` (with its ``signature``) and
 are dropped whole with it, never turned into text.
 
 Newer models bind a thinking signature to everything before it (system, tools and earlier
-messages): after a rewrite, a raw turn's thinking would fail that check. Such a request passes
-through (``thinking_bound``) unless the caller opted in to the documented behaviour that drops
-failing blocks instead: ``thinking.block_binding.prefix_mismatch_behavior = "drop_block"`` with
-the ``thinking-binding-controls-2026-08-01`` beta.
+messages): after a rewrite, a raw turn's thinking would fail that check. By default the session
+takes the provider's documented route for compaction that keeps a raw tail: the turns stay as
+they are and ``thinking.block_binding.prefix_mismatch_behavior = "drop_block"`` goes with the
+``thinking-binding-controls-2026-08-01`` beta, so the provider drops the stale blocks instead of
+refusing the request. With ``thinking_prefix="passthrough"``, thinking off, or a caller's own
+``block_binding`` that asks for errors, such a request passes through (``thinking_bound``).
 """
 
 from __future__ import annotations
@@ -214,15 +216,31 @@ class AnthropicMessages(BaseDialect):
         raw_after_change: Sequence[Entry],
         thinking_prefix: str,
     ) -> tuple[dict[str, Any], dict[str, str]]:
+        """The documented route for a rewrite that keeps raw turns with signed thinking after it
+        (platform.claude.com, preserved thinking, "Compact on the client"): keep the turns
+        exactly as they are and send ``prefix_mismatch_behavior: "drop_block"`` with its beta,
+        so the provider drops the stale blocks (and lists them in ``input_transformations``)
+        instead of refusing the request. A caller's own ``block_binding`` is kept as it is:
+        if it asks for errors, the request passes through."""
         if not any(entry.signed_thinking for entry in raw_after_change):
             return body, {}
         thinking = body.get("thinking")
         enabled = isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive")
+        binding = thinking.get("block_binding") if isinstance(thinking, Mapping) else None
+        if isinstance(binding, Mapping) and "prefix_mismatch_behavior" in binding:
+            if binding.get("prefix_mismatch_behavior") == "drop_block":
+                return body, {"anthropic-beta": BINDING_BETA}
+            raise PassThrough(
+                "thinking_bound",
+                "the caller's thinking.block_binding asks for an error when a prefix changes, and "
+                "raw turns after the rewritten prefix carry signed thinking",
+            )
         if thinking_prefix != "drop_block" or not enabled:
             raise PassThrough(
                 "thinking_bound",
                 "raw turns after the rewritten prefix carry signed thinking, which the provider "
-                "binds to that prefix; pass thinking_prefix='drop_block' to let it drop them",
+                "binds to that prefix; with thinking_prefix='drop_block' (the default) and "
+                "thinking on, the provider drops them instead",
             )
         binding = {"prefix_mismatch_behavior": "drop_block"}
         return {**body, "thinking": {**thinking, "block_binding": binding}}, {
