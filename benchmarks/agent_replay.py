@@ -34,7 +34,7 @@ from benchmarks.dialect_convert import DIALECTS as DIALECT_NAMES
 from benchmarks.dialect_convert import RequestConverter
 from tomc import AutomaticChatSession, LexicalCounter
 from tomc.chat.dialects import DIALECTS
-from tomc.chat.simulate import _Pricer
+from tomc.chat.simulate import _Pricer, memory_marks
 
 WINDOWS = (16_000, 24_000, 32_000)
 QUICK_WINDOWS = (24_000,)
@@ -485,8 +485,9 @@ def replay(
             seconds = time.perf_counter() - started
         tally.overhead_ms.append(seconds * 1000)
         chain, total, mask = measure(prepared, outcome.messages)
+        marks = memory_marks(outcome.messages, offset=1)  # chain[0] is the tool schemas
         for pricer in pricers.values():
-            pricer.charge(chain, total)
+            pricer.charge(chain, total, marks)
         observe = getattr(runner, "observe", None)
         if observe is not None:
             observe(total)

@@ -27,7 +27,7 @@ __all__ = ["APPEND_SHARE", "MIN_APPEND_SHARE", "MIN_APPEND_TOKENS", "AppendPlan"
 
 #: An appended block gets at most this share of the work it stands for, so each append leaves
 #: room under the headroom for the next ones before a merge is needed.
-APPEND_SHARE = 0.25
+APPEND_SHARE = 0.33
 #: Below this share of its work (or :data:`MIN_APPEND_TOKENS`), a block would keep too little:
 #: the blocks are merged instead.
 MIN_APPEND_SHARE = 0.05

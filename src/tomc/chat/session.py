@@ -42,7 +42,7 @@ WORK_QUERIES = ("task", "task+step")
 THINKING_PREFIX = ("passthrough", "drop_block")
 #: A whole build leaves this many times ``growth_headroom`` free: room for the raw steps to come
 #: and for the blocks appended after it before the next whole build.
-WHOLE_BUILD_HEADROOM = 2.0
+WHOLE_BUILD_HEADROOM = 1.25
 #: Attempts at a smaller memory when a built view still measures over the window.
 _FIT_ATTEMPTS = 3
 
@@ -98,7 +98,7 @@ class AutomaticChatSession:
         strategy: str = "tomc_raw",
         model_profiles: Mapping[str, ModelProfile | Mapping[str, Any]] | None = None,
         memory_role: str = "user",
-        growth_headroom: float = 0.2,
+        growth_headroom: float = 0.25,
         backoff_thresholds: Sequence[float] = (0.5, 0.9),
         work_query: str = "task+step",
         api: str | None = None,
@@ -757,6 +757,10 @@ class AutomaticChatSession:
         if problems:  # cannot happen for a valid original; refuse rather than send it
             raise Pass("pairing_broken", f"the rewrite would break the format: {problems[0]}")
         body = plan.dialect.with_items(plan.request, view)
+        newest = segments[-1].item
+        index = next((i for i in range(len(view) - 1, -1, -1) if view[i] is newest), None)
+        if index is not None:
+            body = plan.dialect.cache_memory(body, index)
         return plan.dialect.finalize(
             body, _raw_after_change(plan.entries, segments), plan.thinking_prefix
         )

@@ -5,9 +5,10 @@ every request the way the providers bill prefix caching:
 
 - ``openai``: a cached prefix counts from 1,024 tokens, in 128-token steps, and matches any
   earlier request's prefix; cached input costs a tenth of the price.
-- ``anthropic``: a cache entry is written at the end of every request (writes cost 1.25x);
-  a later request reads the longest earlier request that is its prefix (reads cost 0.1x);
-  requests under 1,024 tokens are not cached.
+- ``anthropic``: a cache entry is written at the end of every request (writes cost 1.25x)
+  and at the newest TOMC memory item, where the Messages dialect puts a breakpoint; a later
+  request reads the longest written prefix (reads cost 0.1x); requests under 1,024 tokens are
+  not cached.
 
 Prefixes are compared at whole-message granularity and tokens are lexical estimates, so the
 figures are billed-input *equivalents* (1.0 = one uncached input token), not invoices.
@@ -32,6 +33,7 @@ __all__ = ["POLICIES", "PolicyResult", "SimulationReport", "default_workloads", 
 
 POLICIES = ("full", "stable", "cadence-2", "cadence-1")
 MIN_PREFIX, OPENAI_STEP = 1024, 128
+MEMORY_MARK = "[TOMC memory"
 CACHED_READ, ANTHROPIC_WRITE = 0.1, 1.25
 
 
@@ -44,8 +46,11 @@ class _Pricer:
     billed: float = 0.0
     cached: int = 0
 
-    def charge(self, chain: Sequence[tuple[int, int]], total: int) -> None:
-        # chain[k] = (hash of messages[:k+1], tokens of messages[:k+1])
+    def charge(
+        self, chain: Sequence[tuple[int, int]], total: int, marks: Sequence[int] = ()
+    ) -> None:
+        # chain[k] = (hash of messages[:k+1], tokens of messages[:k+1]); ``marks`` are further
+        # Anthropic breakpoints (chain indices), where entries are written too.
         hit = 0
         for key, tokens in chain:
             if key in self.prefixes:
@@ -58,8 +63,8 @@ class _Pricer:
             cached = hit if hit >= MIN_PREFIX else 0
             if total >= MIN_PREFIX:
                 self.billed += CACHED_READ * cached + ANTHROPIC_WRITE * (total - cached)
-                if chain:
-                    key, tokens = chain[-1]  # one breakpoint, at the end of the request
+                for mark in (*marks, len(chain) - 1) if chain else ():
+                    key, tokens = chain[mark]  # the request's end, and any other breakpoint
                     self.prefixes[key] = tokens
             else:
                 self.billed += total
@@ -125,6 +130,19 @@ class _Tokens:
         return chain, total
 
 
+def memory_marks(messages: Sequence[Any], offset: int = 0) -> tuple[int, ...]:
+    """Where the Messages dialect puts its breakpoint: the newest TOMC memory item (its chain
+    index, messages starting at ``offset`` in the chain)."""
+    for index in range(len(messages) - 1, -1, -1):
+        data = as_mapping(messages[index]) or {}
+        content = data.get("content")
+        if isinstance(content, list) and content:
+            content = (as_mapping(content[0]) or {}).get("text")
+        if isinstance(content, str) and content.startswith(MEMORY_MARK):
+            return (index + offset,)
+    return ()
+
+
 def _session(policy: str, window: int) -> AutomaticChatSession | None:
     if policy == "full":
         return None
@@ -156,7 +174,7 @@ def replay(workload: Workload, policy: str, tokens: _Tokens | None = None) -> Po
         if session is not None:
             session.observe_usage(total)  # what the provider would report back
         for pricer in pricers.values():
-            pricer.charge(chain, total)
+            pricer.charge(chain, total, memory_marks(sent))
         requests += 1
         input_tokens += total
         max_request = max(max_request, total)

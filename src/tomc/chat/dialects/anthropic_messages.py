@@ -59,6 +59,32 @@ def _block_text(content: Any) -> tuple[str, str | None]:
     return "\n".join(texts), None
 
 
+#: Cache breakpoints a request may carry (platform.claude.com, prompt caching).
+MAX_BREAKPOINTS = 4
+
+
+def _breakpoints(body: Mapping[str, Any]) -> list[tuple[tuple[int, int], Mapping[str, Any]]]:
+    """Every ``cache_control`` of a request in prefix order (tools, system, then messages), as
+    ``((part, message index), control)``; a top-level (automatic) one takes a slot too."""
+    found: list[tuple[tuple[int, int], Mapping[str, Any]]] = []
+
+    def scan(blocks: Any, position: tuple[int, int]) -> None:
+        for block in blocks if isinstance(blocks, list) else ():
+            control = block.get("cache_control") if isinstance(block, Mapping) else None
+            if isinstance(control, Mapping):
+                found.append((position, control))
+
+    scan(body.get("tools"), (-2, 0))
+    scan(body.get("system"), (-1, 0))
+    for number, message in enumerate(body.get("messages") or ()):
+        if isinstance(message, Mapping):
+            scan(message.get("content"), (1, number))
+    top = body.get("cache_control")
+    if isinstance(top, Mapping):
+        found.append(((2, 0), top))
+    return found
+
+
 def is_compaction_request(messages: Sequence[Any]) -> bool:
     """Whether this is Claude Code's summarisation request (it passes through untouched)."""
     if not messages:
@@ -246,6 +272,28 @@ class AnthropicMessages(BaseDialect):
         return {**body, "thinking": {**thinking, "block_binding": binding}}, {
             "anthropic-beta": BINDING_BETA
         }
+
+    def cache_memory(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        """A ``cache_control`` breakpoint on the newest memory block, so a later append finds
+        everything up to it cached (Anthropic writes cache entries only at breakpoints, and a
+        rebuild changes what follows the memory, where the agent's own breakpoint sits).
+
+        Only when the request already uses breakpoints (the agent caches) and has fewer than the
+        four allowed; the marker copies the agent's next breakpoint after it (else the last one
+        before it), so its TTL never breaks the longer-before-shorter order."""
+        marks = _breakpoints(body)
+        if not marks or len(marks) >= MAX_BREAKPOINTS:
+            return body
+        later = [control for position, control in marks if position > (1, index)]
+        control = later[0] if later else marks[-1][1]
+        messages = list(body["messages"])
+        message = dict(messages[index])
+        content = list(message.get("content") or ())
+        if not content or not isinstance(content[-1], Mapping):
+            return body
+        content[-1] = {**content[-1], "cache_control": dict(control)}
+        messages[index] = {**message, "content": content}
+        return {**body, "messages": messages}
 
     def endpoint(self, client: Any) -> Callable[..., Any] | None:
         create = getattr(getattr(client, "messages", None), "create", None)

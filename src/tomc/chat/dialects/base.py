@@ -129,6 +129,10 @@ class Dialect(Protocol):
     def prompt_tokens(self, response: Any) -> int | None:
         """The prompt size a finished (non-streaming) response reports, if any."""
 
+    def cache_memory(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        """``body`` with a prompt-cache breakpoint after the memory item at ``index`` of its
+        history, where the format has explicit breakpoints and the request uses them."""
+
     def endpoint(self, client: Any) -> Callable[..., Any] | None:
         """The client's method that sends this format, or ``None`` when it has none."""
 
@@ -196,6 +200,9 @@ class BaseDialect:
         thinking_prefix: str,
     ) -> tuple[dict[str, Any], dict[str, str]]:
         return body, {}
+
+    def cache_memory(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        return body  # OpenAI formats cache every prefix on their own
 
     def prompt_tokens(self, response: Any) -> int | None:
         usage = response.get("usage") if isinstance(response, Mapping) else None
