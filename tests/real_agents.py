@@ -322,6 +322,12 @@ def _wait_answering(url: str, process: subprocess.Popen[bytes], timeout: float =
     raise RuntimeError("the gateway did not answer in time")
 
 
+#: Extra ``tomc gateway serve`` flags (``["--verbose"]`` logs every decision in the run's log).
+GATEWAY_FLAGS: list[str] = []
+#: Extra ``tomc run`` options (``["--context-target", "30000"]``), for measurements.
+RUN_FLAGS: list[str] = []
+
+
 def run_session(
     agent: str,
     mode: str,
@@ -380,7 +386,7 @@ def run_session(
             tomc = tomc_binary()
             log = open(base / "gateway.log", "wb")  # noqa: SIM115 - closed below
             gateway = subprocess.Popen(
-                [tomc, "gateway", "serve", "--port", str(port), "--home", env["TOMC_HOME"]],
+                [tomc, "gateway", "serve", "--port", str(port), "--home", env["TOMC_HOME"], *GATEWAY_FLAGS],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -389,7 +395,7 @@ def run_session(
             )
             _wait_answering(f"http://127.0.0.1:{port}/healthz", gateway)
             env[f"TOMC_{agent.upper()}_BIN"] = binary
-            command = [tomc, "run", "--port", str(port), agent, *agent_argv]
+            command = [tomc, "run", "--port", str(port), *RUN_FLAGS, agent, *agent_argv]
         started = time.monotonic()
         try:
             process = subprocess.run(

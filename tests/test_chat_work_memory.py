@@ -130,3 +130,38 @@ def test_exact_records_come_first_when_the_task_asks_for_them():
     assert asked[1].startswith("STATE rollback_target = staging (")  # right after the header
     plain = build("Why did the deploy start?").splitlines()
     assert not any(line.startswith("STATE ") for line in plain)
+
+
+def test_exec_framing_is_not_kept_as_evidence_but_a_failing_exit_is():
+    output = (
+        "Chunk ID: 4f1c\nWall time: 0.0123 seconds\nProcess exited with code 0\n"
+        "Original token count: 12\nOutput:\nsecret_token = tok-7f3a9c51e2\n"
+    )
+    failing = "Script completed\nWall time 0.1 seconds\nOutput:\nProcess exited with code 2\n"
+    entries = [
+        Entry(ASSISTANT, "assistant", calls=(ToolCall("c1", "exec", '{"cmd": "cat a.log"}'),)),
+        Entry(TOOL, "tool", outputs=(ToolOutput("c1", output),)),
+        Entry(ASSISTANT, "assistant", calls=(ToolCall("c2", "exec", '{"cmd": "make"}'),)),
+        Entry(TOOL, "tool", outputs=(ToolOutput("c2", failing),)),
+    ]
+    memory = build_work_memory(
+        entries,
+        task="secret_token",
+        focus=(),
+        later_text="",
+        budget=500,
+        count=lambda text: len(text.split()),
+        header="[memory]",
+    )
+    assert "secret_token = tok-7f3a9c51e2" in memory.text
+    assert "Process exited with code 2" in memory.text
+    for framing in (
+        "Chunk ID",
+        "Wall time",
+        "Original token count",
+        "Output:",
+        "code 0",
+        "Script completed",
+    ):
+        assert framing not in memory.text
+    assert memory.candidate_lines == 2

@@ -516,7 +516,7 @@ class AutomaticChatSession:
         self, plan: RequestPlan, task: str | None, explicit: int | None, why: str
     ) -> tuple[dict[str, Any], dict[str, str]]:
         entries = plan.entries
-        layout = plan_layout(entries, self.keep_recent_messages)
+        layout = self._layout(plan)
         task_text = task if task is not None else _task_text(entries, layout)
         if not layout.regions:
             raise Pass(
@@ -559,6 +559,28 @@ class AutomaticChatSession:
         plan.rebuild = kind
         plan.use(segments, view_tokens, "compiled", why)
         return finished
+
+    def _layout(self, plan: RequestPlan) -> Layout:
+        """The layout with the longest recent tail (at most ``keep_recent_messages``) that still
+        leaves a whole build its headroom: big tool outputs in the raw tail would otherwise fill
+        the window right after a build, and every request would rebuild (a cache miss each)."""
+        entries = plan.entries
+        want = int(min(0.9, WHOLE_BUILD_HEADROOM * self.growth_headroom) * plan.fit_limit)
+        layout = plan_layout(entries, self.keep_recent_messages)
+        for keep in range(self.keep_recent_messages - 2, -1, -2):
+            raw = plan.tokens_before - sum(
+                entries[i].tokens
+                for r in layout.regions
+                for i in range(r.start, r.end)
+                if not entries[i].kept
+            )
+            if raw + MIN_BUDGET + want <= plan.fit_limit:
+                break
+            shorter = plan_layout(entries, keep)
+            if shorter.tail == layout.tail:
+                continue
+            layout = shorter
+        return layout
 
     def _append(
         self, plan: RequestPlan, layout: Layout, task: str, explicit: int | None, why: str

@@ -30,7 +30,7 @@ from ..lexicon import query_terms
 from ..retrieval import bm25_scores
 from .conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
 
-__all__ = ["MAX_HEADER_ARGS", "WorkMemory", "build_work_memory", "call_header"]
+__all__ = ["FRAMING", "MAX_HEADER_ARGS", "WorkMemory", "build_work_memory", "call_header"]
 
 #: Characters of a call's arguments shown in its header.
 MAX_HEADER_ARGS = 160
@@ -96,6 +96,16 @@ def _paths(text: str) -> set[str]:
     return {match.strip("./") for match in _PATH.findall(text) if len(match) > 2}
 
 
+#: Lines an agent's tool runner writes around a command's output, which say nothing about the
+#: work (Codex's exec: "Chunk ID: ...", "Wall time: 0.1 seconds", "Original token count: ...",
+#: "Output:", a successful exit; its code mode's "Script completed"). A failing exit code is
+#: kept: it is evidence.
+FRAMING = re.compile(
+    r"^(?:Chunk ID: \S+|Wall time:? [\d.]+ seconds?|Original token count: \d+"
+    r"|Total output lines: \d+|Output:|Process exited with code 0|Script completed)\s*$"
+)
+
+
 # A line number that grep -n, cat -n or nl put in front of a line: the same source line seen
 # through two commands is one line.
 _NUMBERED = re.compile(r"^\s*(?:[\w./\-]+:)?\d+[:\t-]\s?")
@@ -148,7 +158,7 @@ def build_work_memory(
                     group = len(groups)
                     groups.append(_Group(f"[result {output.call_id}]", len(groups), []))
                 for line in output.text.splitlines():
-                    if line.strip():
+                    if line.strip() and not FRAMING.match(line):
                         groups[group].lines.append(len(texts))
                         texts.append(line)
                         owner.append(group)
