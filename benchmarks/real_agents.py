@@ -1,6 +1,6 @@
 """The real agent CLIs, direct and through ``tomc run``: what each run keeps and costs.
 
-    python -m benchmarks.real_agents [--steps 24] [--output-chars 8000] [--agents claude,codex]
+    python -m benchmarks.real_agents [--steps 48] [--output-chars 4000] [--agents claude,codex]
 
 Claude Code and Codex (installed by ``npm ci`` at the repository root, or found through
 ``$TOMC_AGENTS_BIN`` / ``PATH``) run the same scripted long session against a loopback fake
@@ -36,17 +36,20 @@ from real_agents import AGENTS, DEFAULT_SETTINGS, RunResult, agent_binary, run_s
 def table(results: list[RunResult]) -> str:
     direct = {r.agent: r.billed_input for r in results if r.mode == "direct"}
     lines = [
-        "| agent | mode | finished | requests | own compactions | largest prompt | mean prompt "
-        "| billed input | vs direct | 4xx | evidence kept |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| agent | mode | finished | requests | own compactions | context target | largest prompt "
+        "| mean prompt | billed input | vs direct | 4xx | evidence kept |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         base = direct.get(r.agent) or 0
         ratio = f"{r.billed_input / base:.2f}x" if base else "-"
         kept, facts = r.evidence_kept
+        targets = [c.get("context_target") for c in r.conversations()] if r.status else []
+        target = max((t for t in targets if isinstance(t, int)), default=None)
         lines.append(
             f"| {r.agent} | {r.mode} | {'yes' if r.finished else 'NO'} | {len(r.model_calls)} "
-            f"| {r.compactions} | {r.largest_prompt:,} | {r.mean_prompt:,.0f} "
+            f"| {r.compactions} | {f'{target:,}' if target else '-'} | {r.largest_prompt:,} "
+            f"| {r.mean_prompt:,.0f} "
             f"| {r.billed_input:,.0f} | {ratio} | {len(r.client_errors)} | {kept}/{facts} |"
         )
     return "\n".join(lines)
@@ -54,8 +57,8 @@ def table(results: list[RunResult]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=24, help="tool steps in the session")
-    parser.add_argument("--output-chars", type=int, default=8000, help="characters per output")
+    parser.add_argument("--steps", type=int, default=48, help="tool steps in the session")
+    parser.add_argument("--output-chars", type=int, default=4000, help="characters per output")
     parser.add_argument("--agents", default=",".join(AGENTS), help="claude,codex")
     parser.add_argument("--json", action="store_true", help="also print each run's summary")
     args = parser.parse_args(argv)

@@ -47,13 +47,14 @@ __all__ = [
 
 REPO = Path(__file__).resolve().parent.parent
 AGENTS = ("claude", "codex")
-#: The agents' own auto-compaction, shortened so that a session of about 20 tool steps makes
+#: The agents' own auto-compaction, shortened so that a session of about 40 tool steps makes
 #: the agent compact itself when it talks to the provider directly. Identical in both modes.
 DEFAULT_SETTINGS: Mapping[str, Mapping[str, Any]] = {
-    # Claude Code's base prompt is about 20K tokens; it compacts near the window it is told.
-    "claude": {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "60000"},
-    # Codex's base prompt is about 15K tokens.
-    "codex": {"model_auto_compact_token_limit": 40000},
+    # Claude Code's base prompt is about 20K tokens. It takes no window below 100,000 and
+    # compacts at the window - 20,000 (output) - 13,000: at about 67K.
+    "claude": {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "100000"},
+    # Codex's base prompt is about 13K tokens; it compacts at this limit.
+    "codex": {"model_auto_compact_token_limit": 60000},
 }
 #: Headers that legitimately differ between two runs of the same request.
 PER_RUN_HEADERS = frozenset(
@@ -386,7 +387,16 @@ def run_session(
             tomc = tomc_binary()
             log = open(base / "gateway.log", "wb")  # noqa: SIM115 - closed below
             gateway = subprocess.Popen(
-                [tomc, "gateway", "serve", "--port", str(port), "--home", env["TOMC_HOME"], *GATEWAY_FLAGS],
+                [
+                    tomc,
+                    "gateway",
+                    "serve",
+                    "--port",
+                    str(port),
+                    "--home",
+                    env["TOMC_HOME"],
+                    *GATEWAY_FLAGS,
+                ],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

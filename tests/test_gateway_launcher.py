@@ -23,6 +23,7 @@ from gateway_helpers import (
     stop_leftover_gateway,
     wait_for,
 )
+from tomc.gateway.agent_limits import DEFAULT_TARGET_SHARE
 from tomc.gateway.health import probe
 from tomc.gateway.launcher import plan_launch
 from tomc.gateway.leases import live_leases, read_run_gateway
@@ -120,8 +121,10 @@ def test_run_codex_adds_a_provider_for_this_process_only(env: dict[str, str]) ->
         "base_url": f"http://127.0.0.1:{port}/v1",
         "wire_api": "responses",
         "env_key": "CORP_KEY",
-        # Codex's default model (gpt-6.2-sol, 500K window): 0.6 of its 450K threshold.
-        "http_headers": {"x-tomc-context-target": "270000; source=agent"},
+        # Codex's default model (gpt-6.2-sol, 500K window): the share of its 450K threshold.
+        "http_headers": {
+            "x-tomc-context-target": f"{int(450_000 * DEFAULT_TARGET_SHARE)}; source=agent"
+        },
     }
     assert record["healthz"]["service"] == "tomc-gateway"
     assert config.read_text("utf-8") == text
@@ -337,9 +340,9 @@ def test_run_passes_the_agents_own_threshold_as_the_default_target(env: dict[str
     done = tomc(["run", "--port", str(port), "claude", "-p", "hi"], env)
     assert done.returncode == 0, done.stderr
     (record,) = records(env)
-    # 150,000 - 20,000 output - 13,000 buffer = 117,000; 0.6 of it.
+    # 150,000 - 20,000 output - 13,000 buffer = 117,000; the default share of it.
     assert record["env"]["ANTHROPIC_CUSTOM_HEADERS"] == (
-        "X-Mine: 1\nx-tomc-context-target: 70200; source=agent"
+        f"X-Mine: 1\nx-tomc-context-target: {int(117_000 * DEFAULT_TARGET_SHARE)}; source=agent"
     )
 
 
@@ -368,7 +371,8 @@ def test_run_codex_threshold_and_explicit_options(env: dict[str, str]) -> None:
     assert done.returncode == 0, done.stderr
     first, second = records(env)
     tables = [tomllib.loads(f"x = {r['argv'][1].split('=', 1)[1]}")["x"] for r in (first, second)]
-    assert tables[0]["http_headers"] == {"x-tomc-context-target": "60000; source=agent"}
+    expected = f"{int(100_000 * DEFAULT_TARGET_SHARE)}; source=agent"
+    assert tables[0]["http_headers"] == {"x-tomc-context-target": expected}
     assert tables[1]["http_headers"] == {
         "x-tomc-context-target": "off",
         "x-tomc-thinking-prefix": "drop_block",

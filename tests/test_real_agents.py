@@ -6,9 +6,10 @@ through ``tomc run claude|codex`` with no TOMC options. The CLIs come from ``npm
 repository root (``package.json`` pins them; ``.ci/run`` installs them); without them these tests
 skip and say so.
 
-The ``xfail`` tests state what TOMC should achieve and does not yet: the agent's own compaction
-never runs through TOMC, every request stays within the gateway's ``context_target``, and the
-session bills at most 0.8x the direct run's input.
+With no TOMC options, TOMC must manage the context instead of the agent: the agent's own
+compaction never runs through TOMC, the provider rejects nothing, every request stays within the
+gateway's ``context_target``, and the session bills at most 0.8x the direct run's input (cache
+reads and writes priced by each provider's rules).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from agent_upstream import Script
+from fake_providers import BINDING_BETA
 from real_agents import (
     AGENTS,
     RunResult,
@@ -28,7 +30,7 @@ from real_agents import (
     run_session,
 )
 
-SCRIPT = Script(steps=22, output_chars=8_000)
+SCRIPT = Script(steps=48, output_chars=4_000)
 _RUNS: dict[tuple[str, str], RunResult] = {}
 
 
@@ -85,22 +87,7 @@ def test_tomc_causes_no_upstream_4xx(agent: str) -> None:
     assert len(tomc.client_errors) <= len(direct.client_errors)
 
 
-@pytest.mark.parametrize(
-    "agent",
-    [
-        pytest.param(
-            "claude",
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="Claude Code's own compaction keeps the last turn's thinking block, now "
-                "bound to the old prefix: each later request gets a 400 (the prefix check) and "
-                "is retried without thinking; TOMC lets the agent compact itself, so this "
-                "happens through TOMC as well",
-            ),
-        ),
-        "codex",
-    ],
-)
+@pytest.mark.parametrize("agent", AGENTS)
 def test_no_upstream_4xx_through_tomc(agent: str) -> None:
     tomc = _run(agent, "tomc")
     assert [(r.number, r.status, r.error) for r in tomc.client_errors] == []
@@ -113,7 +100,14 @@ def test_headers_reach_the_upstream_unchanged(agent: str) -> None:
     assert diff["pairs"] >= 3
     assert diff["added"] == {}, f"TOMC added headers: {diff['added']}"
     assert diff["dropped"] == {}, f"TOMC dropped headers: {diff['dropped']}"
-    assert diff["changed"] == {}, f"TOMC changed headers: {diff['changed']}"
+    changed = dict(diff["changed"])
+    beta = changed.pop("anthropic-beta", None)
+    if beta is not None:
+        # The one documented addition: the thinking-binding beta joined to the agent's own list,
+        # on rewritten Claude requests whose raw turns keep signed thinking.
+        before, after = beta
+        assert agent == "claude" and after == f"{before},{BINDING_BETA}", beta
+    assert changed == {}, f"TOMC changed headers: {changed}"
 
 
 def _by_step(result: RunResult) -> dict[Any, Any]:
@@ -127,8 +121,14 @@ def test_protected_parts_reach_the_upstream_verbatim(agent: str) -> None:
     request through TOMC equal the direct run's request at the same script step."""
     direct, tomc = _run(agent, "direct"), _run(agent, "tomc")
     before, through = _by_step(direct), _by_step(tomc)
-    common = sorted(before.keys() & through.keys(), key=str)
-    assert len(common) >= SCRIPT.steps
+    # After its own compaction the direct run's history starts over (a summary as the first
+    # message): only the steps before it are comparable.
+    own = [r.number for r in direct.ok_calls if r.kind == "compaction"]
+    common = sorted(
+        (s for s in before.keys() & through.keys() if not own or before[s].number < own[0]),
+        key=str,
+    )
+    assert len(common) >= SCRIPT.steps // 2
     for step in common:
         a = protected_parts(direct, before[step])
         b = protected_parts(tomc, through[step])
@@ -138,19 +138,15 @@ def test_protected_parts_reach_the_upstream_verbatim(agent: str) -> None:
             )
 
 
-# ---------------------------------------------------------------------- targets (not yet met)
-
-NOT_YET = "TOMC does not manage the agents' context this way yet (no options given to tomc run)"
+# ---------------------------------------------------------------------- the issue's targets
 
 
-@pytest.mark.xfail(strict=False, reason=NOT_YET)
 @pytest.mark.parametrize("agent", AGENTS)
 def test_target_agent_never_compacts_itself_through_tomc(agent: str) -> None:
     tomc = _run(agent, "tomc")
     assert tomc.compactions == 0, _explain(tomc)
 
 
-@pytest.mark.xfail(strict=False, reason=NOT_YET)
 @pytest.mark.parametrize("agent", AGENTS)
 def test_target_every_request_within_the_context_target(agent: str) -> None:
     tomc = _run(agent, "tomc")
@@ -165,7 +161,6 @@ def test_target_every_request_within_the_context_target(agent: str) -> None:
     assert over == [], f"requests over the context target {limit}: {over}"
 
 
-@pytest.mark.xfail(strict=False, reason=NOT_YET)
 @pytest.mark.parametrize("agent", AGENTS)
 def test_target_billed_input_at_most_80_percent_of_direct(agent: str) -> None:
     direct, tomc = _run(agent, "direct"), _run(agent, "tomc")

@@ -91,7 +91,7 @@ THINKING_HEADER = "x-tomc-thinking-prefix"
 
 #: The share of the agent's own compaction threshold TOMC keeps each prompt under by default.
 #: One constant, to be tuned from measurements.
-DEFAULT_TARGET_SHARE = 0.6
+DEFAULT_TARGET_SHARE = 0.4
 #: A default target is never below this many tokens.
 TARGET_FLOOR = 16_000
 
