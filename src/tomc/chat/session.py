@@ -95,6 +95,7 @@ class AutomaticChatSession:
         output_reserve: int = 8192,
         budget_tokens: int | None = None,
         keep_recent_messages: int = 6,
+        min_recent_messages: int | None = None,
         strategy: str = "tomc_raw",
         model_profiles: Mapping[str, ModelProfile | Mapping[str, Any]] | None = None,
         memory_role: str = "user",
@@ -136,6 +137,12 @@ class AutomaticChatSession:
         self.output_reserve = output_reserve
         self.budget_tokens = budget_tokens
         self.keep_recent_messages = keep_recent_messages
+        # None: the recent tail is never shortened (the library's guarantee).
+        self.min_recent_messages = (
+            keep_recent_messages
+            if min_recent_messages is None
+            else max(0, min(min_recent_messages, keep_recent_messages))
+        )
         self.strategy = strategy
         self.memory_role = memory_role
         self.growth_headroom = growth_headroom
@@ -561,13 +568,14 @@ class AutomaticChatSession:
         return finished
 
     def _layout(self, plan: RequestPlan) -> Layout:
-        """The layout with the longest recent tail (at most ``keep_recent_messages``) that still
-        leaves a whole build its headroom: big tool outputs in the raw tail would otherwise fill
-        the window right after a build, and every request would rebuild (a cache miss each)."""
+        """The layout with the longest recent tail (``keep_recent_messages``, shortened down to
+        ``min_recent_messages`` when it must be) that still leaves a whole build its headroom:
+        big tool outputs in the raw tail would otherwise fill the window right after a build,
+        and every request would rebuild (a cache miss each)."""
         entries = plan.entries
         want = int(min(0.9, WHOLE_BUILD_HEADROOM * self.growth_headroom) * plan.fit_limit)
         layout = plan_layout(entries, self.keep_recent_messages)
-        for keep in range(self.keep_recent_messages - 2, -1, -2):
+        for keep in range(self.keep_recent_messages - 2, self.min_recent_messages - 1, -2):
             raw = plan.tokens_before - sum(
                 entries[i].tokens
                 for r in layout.regions

@@ -144,7 +144,9 @@ class Gateway:
         self._checked_at = 0.0
         # The target and the thinking prefix are applied per request (see _rewrite), so that
         # settings saved while the gateway runs reach running conversations too.
-        factory = session_factory or AutomaticChatSession
+        # An agent's recent steps may be shortened to the latest turn when its tool outputs are
+        # big: otherwise each request right after a build would rebuild (a cache miss each).
+        factory = session_factory or partial(AutomaticChatSession, min_recent_messages=0)
         self.store = store or MemorySessionStore(factory)
         self._transport = transport
         self._timeout = timeout or httpx2.Timeout(connect=30.0, read=600.0, write=120.0, pool=30.0)
