@@ -247,6 +247,35 @@ def simulator_section(quick: bool) -> list[str]:
     ]
 
 
+def real_agents_section(quick: bool) -> list[str]:
+    """The real Claude Code and Codex CLIs, direct and through ``tomc run`` (when installed)."""
+    from benchmarks import real_agents
+
+    script = real_agents.Script(steps=24 if quick else 48, output_chars=4000)
+    results, missing = [], []
+    for agent in real_agents.AGENTS:
+        if real_agents.agent_binary(agent) is None:
+            missing.append(agent)
+            continue
+        for mode in ("direct", "tomc"):
+            results.append(real_agents.run_session(agent, mode, script=script, timeout_s=600))
+    if not results:
+        return ["Skipped: the agent CLIs are not installed (`npm ci` at the repository root)."]
+    lines = [
+        "Produced by the same run (`python -m benchmarks.real_agents"
+        f"{' --steps 24' if quick else ''}` prints it alone): the real CLIs pinned in "
+        f"package.json, {script.steps} shell steps of {script.output_chars:,} characters each "
+        "against a loopback provider that emulates each provider's prompt caching, once direct "
+        "and once through `tomc run` with no options; the agents' own compaction shortened the "
+        f"same way in both ({real_agents.DEFAULT_SETTINGS}).",
+        "",
+        real_agents.table(results),
+    ]
+    if missing:
+        lines += ["", f"Not installed: {', '.join(missing)}."]
+    return lines
+
+
 def agent_loop_section(quick: bool) -> list[str]:
     from benchmarks import agent_replay, trajectories
 
@@ -311,6 +340,7 @@ def render(
     skipped,
     sim_lines,
     agent_lines,
+    real_lines,
     quick,
     elapsed,
 ) -> str:
@@ -392,6 +422,7 @@ def render(
             out.append(f"| {method} | {label} | " + " | ".join(cells) + " |")
     out += ["", "## Prompt-cache cost simulation (AutomaticChatSession)", "", *sim_lines, ""]
     out += ["## Long agent loops (real trajectories)", "", *agent_lines, ""]
+    out += ["## Real agents (Claude Code and Codex CLIs)", "", *real_lines, ""]
     return "\n".join(out) + "\n"
 
 
@@ -413,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     loco, n_questions, skipped = locomo_recall(args.quick)
     sim_lines = simulator_section(args.quick)
     agent_lines = agent_loop_section(args.quick)
+    real_lines = real_agents_section(args.quick)
     # A quick run writes beside the committed full results, never over them.
     suffix = "-quick" if args.quick else ""
     plot_latency(speed_rows["state_log"], OUT / f"latency{suffix}.png")
@@ -426,6 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         skipped,
         sim_lines,
         agent_lines,
+        real_lines,
         args.quick,
         time.perf_counter() - started,
     )

@@ -79,7 +79,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from fake_providers import _messages_problem, _responses_problem
+from fake_providers import _messages_problem, _responses_problem, serve_in_thread
 from fake_wire import sse
 
 __all__ = [
@@ -323,31 +323,10 @@ class AgentUpstream:
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
         self._socket, self.port = sock, sock.getsockname()[1]
-        config = uvicorn.Config(
-            Starlette(
-                routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "HEAD"])]
-            ),
-            http="h11",
-            loop="asyncio",
-            ws="none",
-            lifespan="off",
-            log_config=None,
-            log_level="critical",
-            access_log=False,
-            timeout_graceful_shutdown=2,
-            server_header=False,
-            date_header=False,
+        app = Starlette(
+            routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "HEAD"])]
         )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="agent-upstream", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the agent upstream did not start")
-            time.sleep(0.005)
+        self._server, self._thread = serve_in_thread(app, sock, "agent upstream")
         return self
 
     def __exit__(self, *exc: object) -> None:

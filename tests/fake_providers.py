@@ -52,6 +52,34 @@ PREFIXES = ("/v1", "/backend-api/codex")
 DEFAULT_MODELS = ("gpt-5.3-codex", "gpt-4o", "claude-opus-4-8", "claude-sonnet-4-6")
 
 
+def serve_in_thread(
+    app: Any, sock: socket.socket, name: str
+) -> tuple[uvicorn.Server, threading.Thread]:
+    """Serve ``app`` on the bound socket from a daemon thread; return once it answers."""
+    config = uvicorn.Config(
+        app,
+        http="h11",
+        loop="asyncio",
+        ws="none",
+        lifespan="off",
+        log_config=None,
+        log_level="critical",  # a deliberate disconnect is an "error" to uvicorn
+        access_log=False,
+        timeout_graceful_shutdown=2,
+        server_header=False,
+        date_header=False,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=name, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the {name} did not start")
+        time.sleep(0.005)
+    return server, thread
+
+
 @dataclass
 class Recorded:
     """One request as it arrived, and everything the fake sent back for it."""
@@ -169,29 +197,7 @@ class FakeProvider:
         sock.bind(("127.0.0.1", 0))
         sock.listen(512)
         self._socket, self.port = sock, sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app(),
-            http="h11",
-            loop="asyncio",
-            ws="none",
-            lifespan="off",
-            log_config=None,
-            log_level="critical",  # a deliberate disconnect is an "error" to uvicorn
-            access_log=False,
-            timeout_graceful_shutdown=2,
-            server_header=False,
-            date_header=False,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="fake-provider", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the fake provider did not start")
-            time.sleep(0.005)
+        self._server, self._thread = serve_in_thread(self.app(), sock, "fake-provider")
         return self
 
     def __exit__(self, *exc: object) -> None:
