@@ -97,6 +97,7 @@ def test_the_page_shows_the_chart_and_figures_only(tmp_path):
     assert len(points(html, "billed")) >= 2 and len(points(html, "direct")) >= 2
     assert "billed through TOMC" in html and "estimated direct" in html
     assert "Traffic and savings" in html and "Live conversations" in html
+    assert f"Context target: {limit}." in html and f"<td>{limit:,}</td>" in html
     traffic = json.loads(status)["traffic"]
     assert f"{traffic['totals']['billed_input']:,.0f} through TOMC" in html
     assert traffic["totals"]["rewritten"] == 2

@@ -148,7 +148,7 @@ and {_n(totals["output_tokens"])} output tokens over {totals["requests_with_usag
 The direct figure is an estimate for rewritten requests (see the README).</small></p>
 {savings_chart(traffic.get("series") or [])}
 <table border="1" cellpadding="4"><tr><th>conversation</th><th>API</th><th>model</th>
-<th>requests</th><th>rewritten</th><th>TOMC tokens before → after</th>
+<th>context target</th><th>requests</th><th>rewritten</th><th>TOMC tokens before → after</th>
 <th>provider prompt tokens</th><th>billed input</th><th>direct (est.)</th><th>saved</th>
 <th>thinking dropped</th><th>upstream errors</th><th>last seen</th></tr>
 {table}</table>"""
@@ -165,6 +165,7 @@ def render_status_page(status: Mapping[str, Any]) -> str:
                     c["conversation"],
                     c["api"],
                     c["model"],
+                    f"{c['context_target']:,}" if c.get("context_target") else "none",
                     c["requests"],
                     c["rebuilds"],
                     f"{c['tokens_saved']:,} ({c['saved_share']:.0%})",
@@ -173,7 +174,7 @@ def render_status_page(status: Mapping[str, Any]) -> str:
                 )
             )
         )
-    table = "".join(rows) or '<tr><td colspan="8">no conversations yet</td></tr>'
+    table = "".join(rows) or '<tr><td colspan="9">no conversations yet</td></tr>'
     upstreams = ", ".join(f"{_e(k)}: {_e(v)}" for k, v in status["upstreams"].items())
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
@@ -181,10 +182,12 @@ def render_status_page(status: Mapping[str, Any]) -> str:
 <h1>TOMC gateway</h1>
 <p>Version {_e(status["version"])}, port {status["port"]}, up {status["uptime_s"]:.0f} s,
 {status["requests"]:,} requests, {status["tokens_saved"]:,} prompt tokens saved (estimated).
-Upstreams: {upstreams}. <a href="status.json">JSON</a></p>
+Upstreams: {upstreams}. Context target: {_e(status.get("context_target", "per agent default"))}.
+<a href="status.json">JSON</a></p>
 {_traffic_section(status.get("traffic"))}
 <h2>Live conversations (this run)</h2>
 <table border="1" cellpadding="4"><tr><th>conversation</th><th>API</th><th>model</th>
-<th>requests</th><th>rebuilds</th><th>tokens saved</th><th>decisions</th><th>idle</th></tr>
+<th>context target</th><th>requests</th><th>rebuilds</th><th>tokens saved</th><th>decisions</th>
+<th>idle</th></tr>
 {table}</table></body></html>
 """
