@@ -451,10 +451,8 @@ def run_agent(
                 say(f"note: upstream not recorded: {exc}")
                 continue
             if replaced is not None and probe(port).answering:
-                say(
-                    f"note: {kind} requests now go to {url} (was {replaced}) once the running "
-                    "gateway restarts"
-                )
+                # The running gateway reads its settings file again within a second.
+                say(f"note: {kind} requests now go to {url} (was {replaced})")
         kinds = ("anthropic",) if client == "claude" else ("openai", "chatgpt")
         for kind in kinds:
             if kind not in plan.upstreams and settings.upstream(kind) != DEFAULT_UPSTREAMS[kind]:
