@@ -184,3 +184,27 @@ def test_no_breakpoint_when_the_agent_does_not_cache_or_has_no_slot():
         plain, api="messages"
     )
     assert sent.decision.code == "compiled" and _breakpoints(sent.body) == []
+
+
+@pytest.mark.parametrize(
+    ("thinking", "code"),
+    [(None, "compiled"), ({"type": "disabled"}, "thinking_bound")],
+    ids=["absent", "disabled"],
+)
+def test_signed_thinking_without_a_thinking_parameter_gets_adaptive(thinking, code):
+    body = grown(fixture("claude_mid_session"), "messages", 3)
+    body.pop("thinking", None)
+    if thinking is not None:
+        body["thinking"] = thinking
+    session = AutomaticChatSession(context_target=20_000, backoff_thresholds=())
+    sent = session.prepare_request(body, api="messages")
+    assert sent.decision.code == code
+    if code == "compiled":
+        # Its history carries signed thinking, so its model thinks by default: "adaptive"
+        # changes nothing else, and the stale blocks are dropped instead of refused.
+        assert sent.body["thinking"] == {
+            "type": "adaptive",
+            "block_binding": {"prefix_mismatch_behavior": "drop_block"},
+        }
+    else:
+        assert sent.body is body

@@ -11,8 +11,10 @@ messages): after a rewrite, a raw turn's thinking would fail that check. By defa
 takes the provider's documented route for compaction that keeps a raw tail: the turns stay as
 they are and ``thinking.block_binding.prefix_mismatch_behavior = "drop_block"`` goes with the
 ``thinking-binding-controls-2026-08-01`` beta, so the provider drops the stale blocks instead of
-refusing the request. With ``thinking_prefix="passthrough"``, thinking off, or a caller's own
-``block_binding`` that asks for errors, such a request passes through (``thinking_bound``).
+refusing the request (a request without a ``thinking`` parameter gets ``"adaptive"``: its model
+thinks by default, since its history carries signed thinking). With
+``thinking_prefix="passthrough"``, thinking disabled, or a caller's own ``block_binding`` that
+asks for errors, such a request passes through (``thinking_bound``).
 """
 
 from __future__ import annotations
@@ -261,6 +263,10 @@ class AnthropicMessages(BaseDialect):
                 "the caller's thinking.block_binding asks for an error when a prefix changes, and "
                 "raw turns after the rewritten prefix carry signed thinking",
             )
+        if thinking is None:
+            # Signed thinking without a thinking parameter: the model thinks by default, and for
+            # such models the docs say adding `"adaptive"` changes nothing else.
+            thinking, enabled = {"type": "adaptive"}, True
         if thinking_prefix != "drop_block" or not enabled:
             raise PassThrough(
                 "thinking_bound",
