@@ -134,7 +134,8 @@ def test_a_request_without_a_target_gets_its_agents_default():
     assert claude.threshold == 167_000 and claude.agent == "claude"
     codex = request_limit("responses", {"originator": "codex_cli_rs"}, {"model": "gpt-5.5"})
     assert codex.threshold == 244_800
+    # Another client gets no default target: only the model's window limits its requests.
     other = request_limit("chat", {}, {"model": "gpt-4o", "max_tokens": 8_000})
-    assert other.threshold is None and other.target == int(120_000 * DEFAULT_TARGET_SHARE)
+    assert other.threshold is None and other.window == 128_000 and other.target is None
     assert request_limit("chat", {}, {"model": "my-local-model"}).target is None
     assert request_limit("chat", {}, {"messages": []}) is None

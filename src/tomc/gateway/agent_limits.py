@@ -319,9 +319,11 @@ def codex_limit(
 def window_limit(
     model: str, output_reserve: int = 0, *, agent: str = "", profiles: ProfileTable | None = None
 ) -> AgentLimit:
-    """Any other client: the default from the model's documented window, if known."""
+    """A client that is not a known agent gets no default target (its requests are compacted
+    only when they would not fit the model's window, as the library does); an agent whose own
+    compaction is off gets the share of the model's window."""
     window = _profile_window(model, profiles)
-    target = default_target(None, window, output_reserve)
+    target = default_target(None, window, output_reserve) if agent else None
     return AgentLimit(agent or "other", model, window, None, output_reserve, "model window", target)
 
 
