@@ -1,6 +1,6 @@
 """The real agent CLIs, direct and through ``tomc run``: what each run keeps and costs.
 
-    python -m benchmarks.real_agents [--steps 48] [--output-chars 4000] [--agents claude,codex]
+    python -m benchmarks.real_agents [--steps 64] [--output-chars 4000] [--agents claude,codex]
 
 Claude Code and Codex (installed by ``npm ci`` at the repository root, or found through
 ``$TOMC_AGENTS_BIN`` / ``PATH``) run the same scripted long session against a loopback fake
@@ -57,7 +57,7 @@ def table(results: list[RunResult]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=48, help="tool steps in the session")
+    parser.add_argument("--steps", type=int, default=64, help="tool steps in the session")
     parser.add_argument("--output-chars", type=int, default=4000, help="characters per output")
     parser.add_argument("--agents", default=",".join(AGENTS), help="claude,codex")
     parser.add_argument("--json", action="store_true", help="also print each run's summary")

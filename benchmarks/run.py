@@ -251,7 +251,7 @@ def real_agents_section(quick: bool) -> list[str]:
     """The real Claude Code and Codex CLIs, direct and through ``tomc run`` (when installed)."""
     from benchmarks import real_agents
 
-    script = real_agents.Script(steps=24 if quick else 48, output_chars=4000)
+    script = real_agents.Script(steps=24 if quick else 64, output_chars=4000)
     results, missing = [], []
     for agent in real_agents.AGENTS:
         if real_agents.agent_binary(agent) is None:

@@ -41,7 +41,10 @@ provider's documented caching rules:
   https://github.com/openai/openai-cookbook/blob/main/examples/Prompt_Caching_201.ipynb):
   automatic exact-prefix caching for prompts of 1,024 tokens or more, hits in 128-token
   increments (here: the longest earlier prefix ending at an item boundary, rounded down),
-  reported as ``usage.input_tokens_details.cached_tokens`` and billed 0.1x.
+  reported as ``usage.input_tokens_details.cached_tokens`` and billed 0.1x. From the GPT-5.6
+  family on (gpt-5.6-*, gpt-6*; https://developers.openai.com/api/docs/guides/prompt-caching)
+  cache writes cost 1.25x the uncached rate: the uncached part of such a prompt is reported as
+  ``cache_write_tokens`` and billed so.
 
 **Preserved thinking** (https://platform.claude.com/docs/build-with-claude/preserved-thinking,
 https://platform.claude.com/docs/en/build-with-claude/preserved-thinking/prefix-checks and
@@ -174,6 +177,10 @@ def _digest(previous: str, piece: str) -> str:
 # ---------------------------------------------------------------------- the script
 
 
+#: OpenAI models whose cache writes are billed (1.25x): the GPT-5.6 family and later.
+OPENAI_PRICED_WRITES = re.compile(r"^gpt-(?:5\.(?:[6-9]|\d\d)|[6-9])")
+
+
 @dataclass(frozen=True)
 class Script:
     """What the scripted "model" does in every conversation."""
@@ -282,7 +289,8 @@ class AgentRequest:
                 + 2.0 * self.cache_write_1h_tokens
                 + 0.1 * self.cache_read_tokens
             )
-        return (self.prompt_tokens - self.cache_read_tokens) + 0.1 * self.cache_read_tokens
+        uncached = self.prompt_tokens - self.cache_read_tokens - self.cache_write_tokens
+        return uncached + 1.25 * self.cache_write_tokens + 0.1 * self.cache_read_tokens
 
     @property
     def is_model_call(self) -> bool:
@@ -648,7 +656,10 @@ class AgentUpstream:
         record.output_tokens = sum(count_tokens(_canon(item)) for item in items)
         usage = {
             "input_tokens": record.prompt_tokens,
-            "input_tokens_details": {"cached_tokens": record.cache_read_tokens},
+            "input_tokens_details": {
+                "cached_tokens": record.cache_read_tokens,
+                "cache_write_tokens": record.cache_write_tokens,
+            },
             "output_tokens": record.output_tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": record.prompt_tokens + record.output_tokens,
@@ -732,6 +743,8 @@ class AgentUpstream:
         record.prompt_tokens = total
         record.cache_read_tokens = cached
         record.input_tokens = total - cached
+        if total >= 1024 and OPENAI_PRICED_WRITES.match(str(body.get("model", ""))):
+            record.cache_write_tokens = total - cached  # the new prefix is written
 
     # ------------------------------------------------------------------ texts
 
