@@ -77,9 +77,12 @@ def _expand(command: str) -> list[str]:
     """The shell commands a README line stands for, `.venv/bin/` pointed at this interpreter."""
     if command.startswith("make "):
         target = shlex.split(command)[1]
+        # Under `make test` the outer make's flags would reach this one: leave them out.
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
         printed = subprocess.run(
             ["make", "-n", "--no-print-directory", target],
             cwd=ROOT,
+            env=env,
             capture_output=True,
             text=True,
             check=True,
