@@ -110,7 +110,7 @@ def test_the_readme_has_tested_snippets() -> None:
     assert any("restore-direct" in c for c in commands)
 
 
-@pytest.mark.parametrize("command", _tested_commands())
+@pytest.mark.parametrize("command", _tested_commands(), ids=lambda c: c[:48])
 def test_readme_command_runs(command: str, tmp_path: Path) -> None:
     for line in _expand(command):
         done = subprocess.run(
@@ -143,7 +143,7 @@ def _untested_tomc_commands() -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("command", _untested_tomc_commands())
+@pytest.mark.parametrize("command", _untested_tomc_commands(), ids=lambda c: c[:48])
 def test_other_readme_commands_exist(command: str, tmp_path: Path) -> None:
     """`tomc run claude` needs the agent and a provider: its subcommand must at least exist."""
     words = shlex.split(command)
