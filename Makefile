@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 BASE_STAMP := $(VENV)/.installed-base
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench bench-quick clean
+.PHONY: demo test lint docs docs-serve bench bench-quick clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,8 +28,17 @@ demo: $(BASE_STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 
-test: $(DEV_STAMP) lint
+test: $(DEV_STAMP) lint docs
 	$(BIN)/python -m pytest -q
+
+# The documentation site (mkdocs.yml, docs/) into site/, which git ignores. --strict turns every
+# warning (a broken link or anchor, a page missing from the navigation) into a failure.
+# NO_MKDOCS_2_WARNING silences a banner Material for MkDocs prints on every build.
+docs: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+docs-serve: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run
@@ -38,4 +47,4 @@ bench-quick: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run --quick
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build site *.egg-info src/*.egg-info .pytest_cache
