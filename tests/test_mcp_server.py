@@ -696,3 +696,12 @@ def test_stdio_home_flag(home: Path, tmp_path: Path, args: list[str]) -> None:
 
     anyio.run(run)
     assert NotebookStore(chosen).text("where") == "here = 1"
+
+
+def test_stdio_front_answers_the_handshake_as_the_sdk_does() -> None:
+    """``tomc mcp`` answers initialize and tools/list from mcp_manifest.json before the SDK
+    loads; the manifest must be the live server's own answers (regenerate it with
+    ``python -m tomc.mcp_stdio`` after changing a tool)."""
+    from tomc.mcp_stdio import _load_manifest, build_manifest
+
+    assert _load_manifest() == build_manifest(), "run: python -m tomc.mcp_stdio"
