@@ -1,6 +1,6 @@
 """Peak resident memory of one compilation, in a fresh process:
 
-    python -m benchmarks.rss_probe FIXTURE TOKENS      (FIXTURE: state_log or mixed_log)
+python -m benchmarks.rss_probe FIXTURE TOKENS      (FIXTURE: state_log or mixed_log)
 """
 
 from __future__ import annotations

@@ -90,6 +90,7 @@ __all__ = [
     "FINAL_MARK",
     "AgentRequest",
     "AgentUpstream",
+    "McpScript",
     "Script",
     "count_tokens",
     "write_workspace",
@@ -230,6 +231,30 @@ class Script:
             f"then report the values of {', '.join(self.facts)} that the logs define, and say "
             f"'{FINAL_MARK}'."
         )
+
+
+@dataclass(frozen=True)
+class McpScript(Script):
+    """A script that calls MCP tools instead of the shell: one call per main-loop request, in
+    order, then the final text. Claude Code gets a ``tool_use`` of ``mcp__<server>__<tool>``;
+    Codex an ``exec`` code-mode call that runs ``tools.mcp__<server>__<tool>(arguments)`` and
+    prints ``JSON.stringify`` of what it returns (the whole result, as a model would)."""
+
+    calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    server: str = "tomc"
+    steps: int = 0
+
+    def task(self) -> str:
+        return f"Use the {self.server} MCP tools as scripted, then say '{FINAL_MARK}'."
+
+
+def _mcp_call(script: Script, convo: _Conversation) -> tuple[str, Mapping[str, Any]] | None:
+    """The next scripted MCP call of an :class:`McpScript` conversation, or ``None``."""
+    if not isinstance(script, McpScript) or convo.steps_issued >= len(script.calls):
+        return None
+    convo.steps_issued += 1
+    tool, arguments = script.calls[convo.steps_issued - 1]
+    return f"mcp__{script.server}__{tool}", arguments
 
 
 def write_workspace(folder: str | Path, script: Script) -> Path:
@@ -493,6 +518,18 @@ class AgentUpstream:
         elif kind == "side":
             blocks.append({"type": "text", "text": "Reading log files"})
             stop = "end_turn"
+        elif (call := _mcp_call(self.script, convo)) is not None:
+            record.step = convo.steps_issued
+            blocks.append({"type": "text", "text": f"Calling {call[0]}."})
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_01Up{record.number:012d}",
+                    "name": call[0],
+                    "input": dict(call[1]),
+                }
+            )
+            stop = "tool_use"
         elif convo.steps_issued < self.script.steps:
             convo.steps_issued += 1
             step = record.step = convo.steps_issued
@@ -630,6 +667,22 @@ class AgentUpstream:
             items.append(_message_item(n, self._summary_text(text, claude=False)))
         elif kind == "side":
             items.append(_message_item(n, "OK"))
+        elif (call := _mcp_call(self.script, convo)) is not None:
+            record.step = convo.steps_issued
+            source = (
+                f"const r = await tools.{call[0]}({json.dumps(call[1], ensure_ascii=False)});\n"
+                "text(JSON.stringify(r));\n"
+            )
+            items.append(
+                {
+                    "id": f"ctc_up{n:06d}",
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": f"call_up{n:06d}",
+                    "name": "exec",
+                    "input": source,
+                }
+            )
         elif convo.steps_issued < self.script.steps:
             convo.steps_issued += 1
             step = record.step = convo.steps_issued

@@ -219,7 +219,14 @@ def test_inspection_report_is_cut_for_long_histories(home: Path) -> None:
     long_log = "\n".join(f"line {i}: status ok for service {i % 17}" for i in range(3_000))
 
     async def body(client: Client) -> dict[str, Any]:
-        return await call(client, "inspect_sources", history=long_log, task="service 3 status")
+        # An explicit budget above the tools' default cap: thousands of kept rows.
+        return await call(
+            client,
+            "inspect_sources",
+            history=long_log,
+            task="service 3 status",
+            budget_tokens=18_000,
+        )
 
     out = run_in_process(home, body)
     assert len(out["inspection"]) < MAX_REPORT_CHARS + 200
@@ -287,7 +294,7 @@ def test_errors_are_tool_errors_that_say_what_to_change(home: Path) -> None:
     assert "letters, digits" in messages["bad_name"]
     assert "nothing to save" in messages["empty_text"]
     assert "'append' or 'replace'" in messages["bad_mode"]
-    assert "task" in messages["missing_arg"] and "Field required" in messages["missing_arg"]
+    assert "'task' is required" in messages["missing_arg"]
     for message in messages.values():
         assert "Traceback" not in message
 
@@ -689,3 +696,12 @@ def test_stdio_home_flag(home: Path, tmp_path: Path, args: list[str]) -> None:
 
     anyio.run(run)
     assert NotebookStore(chosen).text("where") == "here = 1"
+
+
+def test_stdio_front_answers_the_handshake_as_the_sdk_does() -> None:
+    """``tomc mcp`` answers initialize and tools/list from mcp_manifest.json before the SDK
+    loads; the manifest must be the live server's own answers (regenerate it with
+    ``python -m tomc.mcp_stdio`` after changing a tool)."""
+    from tomc.mcp_stdio import _load_manifest, build_manifest
+
+    assert _load_manifest() == build_manifest(), "run: python -m tomc.mcp_stdio"

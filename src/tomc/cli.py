@@ -170,15 +170,15 @@ _HOME_OPTION = click.option(
 @_HOME_OPTION
 def mcp_command(home: str | None) -> None:
     """Run the MCP server over stdio (for Claude Code, Codex and other MCP hosts)."""
-    try:
-        from .mcp_server import run_stdio  # lazy: only this command needs the mcp SDK
-    except ImportError as exc:
-        raise click.ClickException(
-            f"the MCP server needs the optional mcp extra: pip install 'tomc[mcp]' ({exc})"
-        ) from None
-    from .notebooks import NotebookStore
+    from importlib.util import find_spec
 
-    run_stdio(NotebookStore(home))
+    if find_spec("mcp") is None:  # found, not imported: the SDK loads while the handshake runs
+        raise click.ClickException(
+            "the MCP server needs the optional mcp extra: pip install 'tomc[mcp]'"
+        )
+    from .mcp_stdio import serve  # answers the handshake while the SDK loads
+
+    serve(home)
 
 
 @main.group("notebook")

@@ -60,6 +60,7 @@ def compile_memory(
     strategy: str = "tomc_raw",
     counter: str | TokenCounter = "lexical",
     uncapped: bool = False,
+    default_budget_cap: int | None = None,
 ) -> CompileResult:
     """Compile ``history`` into a memory for ``task`` within ``budget_tokens``.
 
@@ -68,6 +69,8 @@ def compile_memory(
     source lines), ``"rag"`` (source lines only) or ``"auto"``. ``counter`` is ``"lexical"``,
     ``"bpe:o200k_base"``, ``"bpe:cl100k_base"`` or a counter object. ``uncapped`` ignores the
     row caps (a comparison mode); ``caps_exceeded`` says per kind whether they were exceeded.
+    ``default_budget_cap`` caps the default budget (used when ``budget_tokens`` is ``None``;
+    the MCP tools keep their results within what the hosts accept whole).
 
     Raises a :class:`tomc.TomcError` subclass that names the problem for bad input.
     """
@@ -82,7 +85,12 @@ def compile_memory(
         input_tokens = token_counter.count(history)  # exact even where lines join
     else:
         input_tokens = sum(row_tokens)
-    budget = default_budget(input_tokens) if budget_tokens is None else clamp_budget(budget_tokens)
+    if budget_tokens is None:
+        budget = default_budget(input_tokens)
+        if default_budget_cap is not None:
+            budget = min(budget, default_budget_cap)
+    else:
+        budget = clamp_budget(budget_tokens)
 
     program = parse_program(texts)
     route = route_task(task, program.variables, program.labels)

@@ -14,11 +14,13 @@ to the server log. Nothing a client sends can crash the server.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from typing import Annotated, Any, Literal
@@ -26,8 +28,9 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema
 
+from .budget import default_budget
 from .compiler import compile_memory
 from .errors import CompiledMemoryRefusedError
 from .inspector import render_inspection
@@ -45,9 +48,35 @@ from .service import (
 )
 from .sources import MAX_INTERACTIVE_CHARS, MAX_TASK_CHARS
 
-__all__ = ["INSTRUCTIONS", "SERVER_NAME", "create_server", "run_stdio"]
+__all__ = [
+    "HOST_RESULT_LIMITS",
+    "INSTRUCTIONS",
+    "MCP_BUDGET_CAP",
+    "SERVER_NAME",
+    "create_server",
+    "run_stdio",
+]
 
 SERVER_NAME = "tomc"
+
+#: What the MCP hosts pass to the model whole, per tool result (measured and read in the
+#: pinned CLIs, package.json; tests/test_mcp_hosts.py runs both):
+#:
+#: - Claude Code 2.1.197: ``MAX_MCP_OUTPUT_TOKENS``, default 25,000 tokens (the bundled CLI's
+#:   limit function reads the variable, then a remote setting, then ``25000``). It sends the
+#:   result's structured content to the model as JSON text; a result whose length / 4 is over
+#:   half the limit is counted with the provider's count_tokens, and one over the limit is
+#:   saved to a file and the model gets only the path ("exceeds maximum allowed tokens").
+#: - Codex 0.171: MCP tools run inside its code-mode ``exec`` tool, whose output is cut in the
+#:   middle at ``max_output_tokens``, default 10,000 tokens (the ``exec`` tool description:
+#:   "Defaults to 10000 tokens"), counted as UTF-8 bytes / 4: 40,000 bytes. A model that
+#:   prints the whole result object prints the memory twice (the text content and the
+#:   structured content).
+#:
+#: So a tool's default memory budget is capped at :data:`MCP_BUDGET_CAP` tokens: a result
+#: printed whole twice, JSON escapes included, stays under Codex's 40,000 bytes.
+HOST_RESULT_LIMITS = {"claude_code_tokens": 25_000, "codex_exec_tokens": 10_000}
+MCP_BUDGET_CAP = 4_000
 
 INSTRUCTIONS = f"""\
 TOMC compiles a long external or archived history (logs, transcripts, documents, exported \
@@ -148,7 +177,9 @@ BudgetArg = Annotated[
         ge=0,
         le=MAX_BUDGET_TOKENS,
         description="Memory size in tokens of the chosen counter. Default: 80% of the history "
-        "up to about 10,000 tokens, sliding to 60% at a million, at least 1,024.",
+        "up to about 10,000 tokens, sliding to 60% at a million, at least 1,024, and at most "
+        f"{MCP_BUDGET_CAP:,} so that the result reaches the model whole (budget_note says when "
+        "it was capped). A larger explicit budget is honoured, but hosts may cut the result.",
     ),
 ]
 StrategyArg = Annotated[Strategy, Field(description=_STRATEGY_HELP)]
@@ -179,6 +210,11 @@ class KindSummary(BaseModel):
 class PreparedContext(BaseModel):
     """A compiled memory for one task, with its route, token figures and a ledger summary."""
 
+    budget_note: str = Field(
+        default="",
+        description="set when the default budget was capped so the result reaches the model "
+        "whole, or when an explicit budget makes a result some hosts cut or refuse",
+    )
     compiled_memory: str = Field(description="the text to give the model for this task")
     route: str = Field(description="state, relation, count or raw: what the task asks for")
     route_reason: str
@@ -306,9 +342,35 @@ def _ledger_summary(ledger: tuple[LedgerRow, ...]) -> dict[str, KindSummary]:
     return summary
 
 
-def _prepared_fields(result: CompileResult) -> dict[str, Any]:
+def _budget_note(result: CompileResult, asked: int | None) -> str:
+    """Say when the default budget was capped, or when an explicit budget is over the cap."""
+    if asked is None:
+        default = default_budget(result.input_tokens)
+        if default <= MCP_BUDGET_CAP or result.applied_strategy == "unchanged":
+            return ""
+        return (
+            f"Budget capped at {MCP_BUDGET_CAP:,} tokens (the default for this history would be "
+            f"{default:,}) so that the whole result reaches the model: MCP hosts cut or refuse "
+            "larger tool results. If evidence you need is missing, call again with an explicit "
+            "budget_tokens (a larger memory may be cut or saved to a file by the host), "
+            "narrow the task, or call inspect_sources to see what was left out."
+        )
+    if asked > MCP_BUDGET_CAP and result.memory_tokens > MCP_BUDGET_CAP:
+        return (
+            f"budget_tokens={asked:,} is above {MCP_BUDGET_CAP:,}, the largest memory every MCP "
+            f"host passes whole: this memory has {result.memory_tokens:,} tokens. Claude Code "
+            f"saves a result over {HOST_RESULT_LIMITS['claude_code_tokens']:,} tokens "
+            "(MAX_MCP_OUTPUT_TOKENS) to a file instead, and Codex cuts exec output at "
+            f"{HOST_RESULT_LIMITS['codex_exec_tokens']:,} tokens unless the exec call raises "
+            "max_output_tokens. Check that you received all of it."
+        )
+    return ""
+
+
+def _prepared_fields(result: CompileResult, asked: int | None = None) -> dict[str, Any]:
     empty = explain_empty(result)
     return {
+        "budget_note": _budget_note(result, asked),
         "note": f"{empty[0].upper()}{empty[1:]}. {_KEEP_ORIGINAL}" if empty else _KEEP_ORIGINAL,
         "compiled_memory": result.compiled_memory,
         "route": result.route,
@@ -349,6 +411,49 @@ def _clip_report(report: str) -> str:
 
 
 _log = logging.getLogger("tomc.mcp")
+
+
+def _show_input(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 60 else repr(value[:57] + "...")
+    if value is None or isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return f"a value of type {type(value).__name__}"
+
+
+def _argument_problems(tool: str, error: ValidationError) -> str:
+    """A validation error in TOMC's words: each argument, what is wrong and what is allowed."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "arguments"
+        kind, message = item["type"], str(item["msg"])
+        if kind == "missing":
+            problems.append(f"'{where}' is required")
+            continue
+        if kind == "literal_error":
+            expected = (item.get("ctx") or {}).get("expected", "")
+            text = f"'{where}' must be one of {expected}"
+        else:
+            message = message.removeprefix("Value error, ")
+            message = message.replace("Input should be", "must be", 1)
+            message = message.replace("Input should have", "must have", 1)
+            text = f"'{where}' {message[0].lower()}{message[1:]}" if message else f"'{where}'"
+        if kind != "value_error":
+            text += f", not {_show_input(item.get('input'))}"
+        problems.append(text)
+    return f"invalid arguments for {tool}: " + "; ".join(problems)
+
+
+class _TomcServer(MCPServer):
+    """The SDK's server, with argument errors reported in TOMC's words (no pydantic dump)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_argument_problems(name, exc.__cause__)) from None
+            raise
 
 
 @contextmanager
@@ -413,7 +518,7 @@ def create_server(
     """
     notebooks = store if store is not None else NotebookStore()
     compiled = _CompiledMemories()
-    server = MCPServer(
+    server = _TomcServer(
         SERVER_NAME,
         title="TOMC context compiler",
         instructions=INSTRUCTIONS,
@@ -422,6 +527,17 @@ def create_server(
         log_level="WARNING",
     )
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    # The default budget is capped so that results reach the model whole (HOST_RESULT_LIMITS).
+    capped_compile = functools.partial(compile_fn, default_budget_cap=MCP_BUDGET_CAP)
+
+    def tool(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a tool whose description is its docstring without the code's indentation."""
+
+        def register(function: Callable[..., Any]) -> Callable[..., Any]:
+            description = inspect.cleandoc(function.__doc__ or "")
+            return server.tool(description=description, **options)(function)
+
+        return register
 
     def compile_history(
         history: str, task: str, budget_tokens: int | None, strategy: str, counter: str
@@ -434,7 +550,7 @@ def create_server(
             counter=counter,
         )
         # The SDK encodes replies as UTF-8, so unpaired surrogates are refused up front.
-        return compile_request(request, compile_fn=compile_fn, unicode_only=True).result
+        return compile_request(request, compile_fn=capped_compile, unicode_only=True).result
 
     def remember(result: CompileResult, *, persist: bool) -> None:
         # An "unchanged" result is the original history itself; saving that is legitimate.
@@ -444,7 +560,7 @@ def create_server(
         if persist:
             notebooks.remember_compiled(result.compiled_memory)
 
-    @server.tool(annotations=read_only)
+    @tool(annotations=read_only)
     def prepare_context(
         history: HistoryArg,
         task: TaskArg,
@@ -464,9 +580,9 @@ def create_server(
         with _tool_errors("compiling the history"):
             result = compile_history(history, task, budget_tokens, strategy, counter)
             remember(result, persist=False)
-            return PreparedContext(**_prepared_fields(result))
+            return PreparedContext(**_prepared_fields(result, budget_tokens))
 
-    @server.tool(annotations=read_only)
+    @tool(annotations=read_only)
     def inspect_sources(
         history: HistoryArg,
         task: TaskArg,
@@ -517,7 +633,7 @@ def create_server(
                 cited_total=len(cited),
             )
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
+    @tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
     def notebook_save(
         name: NameArg,
         text: Annotated[
@@ -558,7 +674,7 @@ def create_server(
                 notebook=_summary(notebooks.info(name)),
             )
 
-    @server.tool(annotations=read_only)
+    @tool(annotations=read_only)
     def notebook_recall(
         name: NameArg,
         task: TaskArg,
@@ -578,16 +694,18 @@ def create_server(
                 notebooks,
                 name,
                 task,
-                compile_fn=compile_fn,
+                compile_fn=capped_compile,
                 budget_tokens=budget_tokens,
                 strategy=strategy,
                 counter=counter,
             ).result
             info = notebooks.info(name)
             remember(result, persist=True)
-            return RecalledContext(**_prepared_fields(result), notebook=_summary(info))
+            return RecalledContext(
+                **_prepared_fields(result, budget_tokens), notebook=_summary(info)
+            )
 
-    @server.tool(annotations=read_only)
+    @tool(annotations=read_only)
     def notebook_list() -> NotebookList:
         """List the saved notebooks with their entry counts, sizes and last write times.
 
@@ -599,7 +717,7 @@ def create_server(
                 notebooks=[_summary(info) for info in notebooks.list()],
             )
 
-    @server.tool(
+    @tool(
         annotations=ToolAnnotations(
             destructive_hint=True, idempotent_hint=True, open_world_hint=False
         )
