@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tomc.extras import install_hint
+
 DEFAULT_DATA = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "agent_trajectories.jsonl.gz"
 )
@@ -96,8 +98,8 @@ def o200k_counter() -> Callable[[str], int]:
         import bpe_openai
     except ImportError as exc:
         raise DataError(
-            "the agent benchmark needs bpe-openai: pip install 'tomc[bpe]' (no download at run "
-            "time)"
+            "the agent benchmark needs bpe-openai (no download at run time): "
+            + install_hint("bpe")
         ) from exc
     encoder = bpe_openai.get_encoding("o200k_base")
 

@@ -18,6 +18,7 @@ import click
 from . import __version__
 from .compiler import STRATEGIES
 from .errors import InputTooLargeError
+from .extras import install_hint
 from .service import (
     DEFAULT_COUNTER,
     DEFAULT_STRATEGY,
@@ -174,7 +175,7 @@ def mcp_command(home: str | None) -> None:
         from .mcp_server import run_stdio  # lazy: only this command needs the mcp SDK
     except ImportError as exc:
         raise click.ClickException(
-            f"the MCP server needs the optional mcp extra: pip install 'tomc[mcp]' ({exc})"
+            f"the MCP server needs the optional mcp extra ({exc}): {install_hint('mcp')}"
         ) from None
     from .notebooks import NotebookStore
 
