@@ -47,25 +47,27 @@ demo: $(BASE_STAMP)
 install:
 	@if command -v pipx >/dev/null 2>&1; then \
 		echo "make install: pipx install --force --editable '.[$(CLI_EXTRAS)]'"; \
-		pipx install --force --editable '.[$(CLI_EXTRAS)]'; \
+		pipx install --force --editable '.[$(CLI_EXTRAS)]' || exit 1; \
+		bindir=$$(pipx environment --value PIPX_BIN_DIR); fix="pipx ensurepath"; \
 	elif command -v uv >/dev/null 2>&1; then \
 		echo "make install: uv tool install --force --editable '.[$(CLI_EXTRAS)]'"; \
-		uv tool install --force --editable '.[$(CLI_EXTRAS)]'; \
+		uv tool install --force --editable '.[$(CLI_EXTRAS)]' || exit 1; \
+		bindir=$$(uv tool dir --bin); fix="uv tool update-shell"; \
 	else \
-		echo "make install: neither pipx nor uv is installed; linking $(PREFIX)/bin/tomc to" \
-			"$(CURDIR)/$(BIN)/tomc instead (for an isolated install: python3 -m pip install" \
-			"--user pipx, then make install again)"; \
-		$(MAKE) --no-print-directory $(CLI_STAMP) && \
-		mkdir -p "$(PREFIX)/bin" && ln -sfn "$(CURDIR)/$(BIN)/tomc" "$(PREFIX)/bin/tomc" && \
-		echo "make install: linked $(PREFIX)/bin/tomc"; \
-	fi
-	@found=$$(command -v tomc || true); \
-	if [ -n "$$found" ]; then \
-		echo "make install: done; tomc is $$found ($$(tomc --version))"; \
+		echo "make install: neither pipx nor uv is installed, so $(PREFIX)/bin/tomc will link to" \
+			"$(CURDIR)/$(BIN)/tomc (for an isolated install: python3 -m pip install --user pipx," \
+			"then make install again)"; \
+		$(MAKE) --no-print-directory $(CLI_STAMP) || exit 1; \
+		mkdir -p "$(PREFIX)/bin" && ln -sfn "$(CURDIR)/$(BIN)/tomc" "$(PREFIX)/bin/tomc" || exit 1; \
+		bindir="$(PREFIX)/bin"; fix="export PATH=\"$(PREFIX)/bin:\$$PATH\" in your shell profile"; \
+	fi; \
+	found=$$(command -v tomc || true); \
+	if [ "$$found" = "$$bindir/tomc" ]; then \
+		echo "make install: done: $$found ($$(tomc --version))"; \
+	elif [ -n "$$found" ]; then \
+		echo "make install: installed $$bindir/tomc, but $$found comes first on your PATH"; \
 	else \
-		echo "make install: tomc is installed but its folder is not on your PATH; add it," \
-			"e.g. export PATH=\"$(PREFIX)/bin:\$$PATH\" in your shell profile" \
-			"(pipx ensurepath or uv tool update-shell does it for their installs)"; \
+		echo "make install: installed $$bindir/tomc, but $$bindir is not on your PATH: $$fix"; \
 	fi
 
 uninstall:
