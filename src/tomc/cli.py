@@ -186,7 +186,7 @@ def mcp_command(home: str | None) -> None:
 @_HOME_OPTION
 @click.pass_context
 def notebook_group(ctx: click.Context, home: str | None) -> None:
-    """List, show, delete or export saved notebooks (the store the MCP server uses)."""
+    """Save, list, show, delete or export notebooks (the store the MCP server uses)."""
     from .notebooks import NotebookStore
 
     ctx.obj = NotebookStore(home)
@@ -208,6 +208,63 @@ def notebook_list_command(store, as_json: bool) -> None:
         return
     for info in infos:
         click.echo(f"{info.name}\t{info.entries} entries\t{info.chars} chars\t{info.updated_at}")
+
+
+@notebook_group.command("save")
+@click.argument("name")
+@click.argument("source", type=click.File("rb"), default="-", metavar="[FILE|-]")
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Make this text the notebook's only entry (default: append a new entry).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the saved entry as JSON.")
+@click.pass_obj
+def notebook_save_command(store, name: str, source, replace: bool, as_json: bool) -> None:
+    """Save original history text from FILE (or - / stdin) to notebook NAME.
+
+    The text is stored byte for byte as a new entry (created if NAME is new); --replace makes
+    it the only entry. The same checks as the MCP tool notebook_save apply: a valid name,
+    UTF-8 text that is not blank, no NUL byte, not a memory TOMC compiled, and a notebook that
+    stays recallable (at most 200,000 characters in all).
+    """
+    with _reported(f"saving to notebook {name!r}"):
+        store.check_name(name)  # before waiting for text that could not be saved anyway
+    if source.isatty():
+        click.echo("tomc: reading the text to save from stdin; end it with Ctrl-D", err=True)
+    data = source.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{getattr(source, 'name', 'input')} is not UTF-8 text (byte {exc.start}); "
+            "notebooks keep text histories"
+        ) from None
+    mode = "replace" if replace else "append"
+    try:
+        with _reported(f"saving to notebook {name!r}"):
+            entry = store.save(name, text, mode)
+            info = store.info(name)
+    except click.ClickException as error:
+        # The store's advice names the MCP tool's argument; on the command line it is a flag.
+        error.message = error.message.replace("mode='replace'", "--replace")
+        raise
+    if as_json:
+        data = {
+            "name": name,
+            "mode": mode,
+            **{key: value for key, value in entry.to_dict().items() if key != "text"},
+            "notebook": info.to_dict(),
+        }
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    done = "replaced" if replace else "saved"
+    entries = f"{info.entries} entries" if info.entries != 1 else "1 entry"
+    click.echo(
+        f"{done} {name} entry {entry.seq} ({entry.chars:,} chars); the notebook now has "
+        f"{entries}, {info.chars:,} chars",
+        err=True,
+    )
 
 
 @notebook_group.command("show")
