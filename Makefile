@@ -95,7 +95,7 @@ bench-quick: $(DEV_STAMP)
 
 # Regenerates docs/web-inspector.png from the live page (a local server and Debian's Chromium).
 screenshot: $(DEV_STAMP)
-	$(BIN)/python -m tomc.web.screenshot docs/web-inspector.png
+	$(BIN)/python tests/web_screenshot.py docs/web-inspector.png
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache

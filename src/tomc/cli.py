@@ -324,12 +324,21 @@ def notebook_export_command(store, names: tuple[str, ...], output) -> None:
 def simulate_command(quick: bool, locomo: str | None, no_locomo: bool, as_json: bool) -> None:
     """Price full history, stable and cadence policies under provider prompt caching."""
     from .chat.simulate import report_json, simulate  # lazy: only this command needs it
+    from .progress import Progress
 
-    report = simulate(
-        quick=quick,
-        locomo=None if no_locomo else locomo,
-        progress=lambda label: click.echo(f"replaying {label}", err=True),
-    )
+    shown: list[Progress] = []
+
+    def progress(label: str, done: int, total: int) -> None:
+        # A bar on a terminal; otherwise a line about every tenth of the way.
+        if not shown:
+            shown.append(Progress("tomc simulate: replays", total, prefix=""))
+        shown[0].update(done - shown[0].done, label)
+
+    try:
+        report = simulate(quick=quick, locomo=None if no_locomo else locomo, progress=progress)
+    finally:
+        for bar in shown:
+            bar.close()
     click.echo(report_json(report) if as_json else report.to_markdown())
 
 
