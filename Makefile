@@ -1,29 +1,85 @@
 # Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
 # The demo needs only the base package; the test suite also needs the dev extras (SDKs,
 # Playwright, hypothesis), so each has its own stamp and `make test` after `make demo` still
-# installs them.
+# installs them. `make install` puts the `tomc` command on your PATH.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 BASE_STAMP := $(VENV)/.installed-base
 DEV_STAMP := $(VENV)/.installed-dev
+CLI_STAMP := $(VENV)/.installed-cli
+# The extras the command line can use: exact BPE counters and `tomc mcp`.
+CLI_EXTRAS := bpe,mcp
+# Where the fallback of `make install` links `tomc` when neither pipx nor uv is installed.
+PREFIX ?= $(HOME)/.local
+# pip prints what it collects and installs as it goes (with a progress bar on a terminal),
+# so a first install is never silent for a minute.
+PIP_INSTALL := $(BIN)/pip install --disable-pip-version-check
 
-.PHONY: demo test lint docs docs-serve bench bench-quick clean
+.PHONY: demo test lint docs docs-serve bench bench-quick install uninstall screenshot clean
 
 $(BIN)/python:
+	@echo "make: creating $(VENV) with $(PY)"
 	$(PY) -m venv $(VENV)
 
 $(BASE_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q --disable-pip-version-check -e .
+	@echo "make: installing tomc into $(VENV) (base package; pip's progress follows)"
+	$(PIP_INSTALL) -e .
 	touch $@
 
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	@echo "make: installing tomc with the dev extras into $(VENV) (SDKs, Playwright, hypothesis," \
+		"ruff; about a minute on a fresh clone; pip's progress follows)"
+	$(PIP_INSTALL) -e '.[dev]'
+	touch $@
+
+$(CLI_STAMP): pyproject.toml | $(BIN)/python
+	@echo "make: installing tomc with the $(CLI_EXTRAS) extras into $(VENV) (pip's progress follows)"
+	$(PIP_INSTALL) -e '.[$(CLI_EXTRAS)]'
 	touch $@
 
 demo: $(BASE_STAMP)
 	$(BIN)/tomc compile examples/project_log.txt \
 		--task "What is the current value of deploy_target?" --budget 120 --inspect
+
+# `tomc` on your PATH, editable (it runs this clone's code), with the bpe and mcp extras:
+# pipx if it is installed, else uv, else a link in $(PREFIX)/bin to $(VENV)/bin/tomc.
+install:
+	@if command -v pipx >/dev/null 2>&1; then \
+		echo "make install: pipx install --force --editable '.[$(CLI_EXTRAS)]'"; \
+		pipx install --force --editable '.[$(CLI_EXTRAS)]' || exit 1; \
+		bindir=$$(pipx environment --value PIPX_BIN_DIR); fix="pipx ensurepath"; \
+	elif command -v uv >/dev/null 2>&1; then \
+		echo "make install: uv tool install --force --editable '.[$(CLI_EXTRAS)]'"; \
+		uv tool install --force --editable '.[$(CLI_EXTRAS)]' || exit 1; \
+		bindir=$$(uv tool dir --bin); fix="uv tool update-shell"; \
+	else \
+		echo "make install: neither pipx nor uv is installed, so $(PREFIX)/bin/tomc will link to" \
+			"$(CURDIR)/$(BIN)/tomc (for an isolated install: python3 -m pip install --user pipx," \
+			"then make install again)"; \
+		$(MAKE) --no-print-directory $(CLI_STAMP) || exit 1; \
+		mkdir -p "$(PREFIX)/bin" && ln -sfn "$(CURDIR)/$(BIN)/tomc" "$(PREFIX)/bin/tomc" || exit 1; \
+		bindir="$(PREFIX)/bin"; fix="export PATH=\"$(PREFIX)/bin:\$$PATH\" in your shell profile"; \
+	fi; \
+	found=$$(command -v tomc || true); \
+	if [ "$$found" = "$$bindir/tomc" ]; then \
+		echo "make install: done: $$found ($$(tomc --version))"; \
+	elif [ -n "$$found" ]; then \
+		echo "make install: installed $$bindir/tomc, but $$found comes first on your PATH"; \
+	else \
+		echo "make install: installed $$bindir/tomc, but $$bindir is not on your PATH: $$fix"; \
+	fi
+
+uninstall:
+	@if command -v pipx >/dev/null 2>&1 && pipx list --short 2>/dev/null | grep -q '^tomc '; then \
+		pipx uninstall tomc; \
+	elif command -v uv >/dev/null 2>&1 && uv tool list 2>/dev/null | grep -q '^tomc '; then \
+		uv tool uninstall tomc; \
+	elif [ -L "$(PREFIX)/bin/tomc" ]; then \
+		rm "$(PREFIX)/bin/tomc" && echo "make uninstall: removed the link $(PREFIX)/bin/tomc"; \
+	else \
+		echo "make uninstall: no tomc installed by make install was found"; \
+	fi
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
@@ -45,6 +101,10 @@ bench: $(DEV_STAMP)
 
 bench-quick: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run --quick
+
+# Regenerates docs/web-inspector.png from the live page (a local server and Debian's Chromium).
+screenshot: $(DEV_STAMP)
+	$(BIN)/python tests/web_screenshot.py docs/web-inspector.png
 
 clean:
 	rm -rf $(VENV) build site *.egg-info src/*.egg-info .pytest_cache

@@ -1,6 +1,7 @@
 """LoCoMo evidence-turn recall: does the memory keep the turns that answer the question?
 
-The data set is read from ``../shared/data/locomo10.json`` at run time and never copied.
+The data set is read from ``../shared/data/locomo10.json`` (or ``$TOMC_BENCH_DATA/locomo10.json``)
+at run time and never copied.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
+from benchmarks.progress import data_file
+
+DEFAULT_PATH = data_file("locomo10.json")
 _EVIDENCE = re.compile(r"D(\d+):(\d+)")
 
 

@@ -2,14 +2,19 @@
 
     python -m benchmarks.run [--quick]      (or: make bench / make bench-quick)
 
-Writes benchmarks/RESULTS.md and PNG plots. Figures are whole-compile wall times on this
-machine (best of several runs); they are CPU/compiler timings, not provider latency.
+Writes benchmarks/RESULTS.md (a quick run: RESULTS-quick.md) and PNG plots, and says where.
+Figures are whole-compile wall times on this machine (best of several runs); they are
+CPU/compiler timings, not provider latency. Sections that need a data set (LoCoMo, the agent
+trajectories) read it from ../shared/data, or the folder $TOMC_BENCH_DATA names, and are
+skipped with a note naming the file when it is missing. Progress goes to stderr: bars on a
+terminal, plain lines otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -19,10 +24,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from tqdm import tqdm
-
 import tomc
 from benchmarks import baselines, locomo, workloads
+
+# tqdm here is tqdm's bar on a terminal and plain progress lines otherwise.
+from benchmarks.progress import DATA_DIR, reporter, say, step, tqdm
 from tomc.lexicon import LEXICAL_PATTERN
 
 OUT = Path(__file__).resolve().parent
@@ -162,7 +168,12 @@ def retention(quick: bool) -> dict:
 
 
 def locomo_recall(quick: bool) -> tuple[dict, int, int]:
-    conversations, questions, skipped = locomo.load()
+    """Recall per (method, budget, category); empty when the LoCoMo file is missing."""
+    path = locomo.DEFAULT_PATH
+    if not path.is_file():
+        say(f"LoCoMo recall skipped: {path} not found")
+        return {}, 0, 0
+    conversations, questions, skipped = locomo.load(path)
     if quick:
         questions = questions[::8]
     budgets = (1000, 2000, 4000, 8000)
@@ -239,7 +250,14 @@ def plot_retention(table: dict, path: Path) -> None:
 def simulator_section(quick: bool) -> list[str]:
     from tomc.chat.simulate import simulate
 
-    report = simulate(quick=quick, locomo=locomo.DEFAULT_PATH)
+    path = locomo.DEFAULT_PATH
+    if not path.is_file():
+        say(f"the simulator's LoCoMo chats are skipped: {path} not found")
+    progress, done = reporter("simulator replays")
+    try:
+        report = simulate(quick=quick, locomo=path, progress=progress)
+    finally:
+        done()
     return [
         "Produced by the same run (`tomc simulate` prints it alone).",
         "",
@@ -281,7 +299,7 @@ def agent_loop_section(quick: bool) -> list[str]:
 
     path = trajectories.DEFAULT_DATA
     if not path.is_file():
-        return [f"Skipped: {path.name} not found in ../shared/data/ (read there at run time)."]
+        return [f"Skipped: {path.name} not found in {_data_dir_shown()}/ (read there at run time)."]
     report = agent_replay.run(
         path,
         windows=agent_replay.QUICK_WINDOWS if quick else agent_replay.WINDOWS,
@@ -328,6 +346,50 @@ def _speed_table(rows: list[dict]) -> list[str]:
     if 100_000 in by_size and 1_000_000 in by_size:
         ratio = by_size[1_000_000]["compile_s"] / by_size[100_000]["compile_s"]
         out += ["", f"time(1M) / time(100K) = {ratio:.1f} (linear would be 10)."]
+    return out
+
+
+def _locomo_skipped() -> str:
+    path = locomo.DEFAULT_PATH
+    return (
+        f"Skipped: {path.name} not found in {_data_dir_shown()}/ (read there at run time; set "
+        "TOMC_BENCH_DATA to the folder that holds it)."
+    )
+
+
+def _data_dir_shown() -> str:
+    """The data folder without this machine's paths when it is the default ../shared/data."""
+    default = Path(__file__).resolve().parents[2] / "shared" / "data"
+    return "../shared/data" if default == DATA_DIR else str(DATA_DIR)
+
+
+def _locomo_table(loco: dict, n_questions: int, skipped: int) -> list[str]:
+    out: list[str] = []
+    out += [
+        f"{n_questions} questions of categories 1-4 ({skipped} skipped for malformed or missing "
+        "evidence ids); one unit per turn, `[session date] speaker: text`. Recall = share of "
+        "evidence turns whose text is in the memory.",
+        "",
+    ]
+    methods = sorted(
+        {m for m, _, _ in loco}, key=["tomc_raw", "rag", "auto", "bm25s", "recency"].index
+    )
+    budgets = sorted({b for _, b, _ in loco})
+    out += ["| method | categories | " + " | ".join(f"{b:,}" for b in budgets) + " |"]
+    out += ["|---|---|" + "---:|" * len(budgets)]
+    for method in methods:
+        for cats, label in (
+            ((1, 2, 3, 4), "1-4"),
+            ((1,), "1"),
+            ((2,), "2"),
+            ((3,), "3"),
+            ((4,), "4"),
+        ):
+            cells = []
+            for budget in budgets:
+                values = [v for c in cats for v in loco.get((method, budget, c), [])]
+                cells.append(f"{statistics.mean(values):.3f}" if values else "-")
+            out.append(f"| {method} | {label} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -393,33 +455,8 @@ def render(
             cells = [f"{statistics.mean(table[(family, m, share)]):.2f}" for m in METHODS]
             out.append(f"| {family} | {int(share * 100)}% | " + " | ".join(cells) + " |")
     out += ["", "![retention](retention.png)", ""]
-    out += [
-        "## LoCoMo evidence-turn recall",
-        "",
-        f"{n_questions} questions of categories 1-4 ({skipped} skipped for malformed or missing "
-        "evidence ids); one unit per turn, `[session date] speaker: text`. Recall = share of "
-        "evidence turns whose text is in the memory.",
-        "",
-    ]
-    methods = sorted(
-        {m for m, _, _ in loco}, key=["tomc_raw", "rag", "auto", "bm25s", "recency"].index
-    )
-    budgets = sorted({b for _, b, _ in loco})
-    out += ["| method | categories | " + " | ".join(f"{b:,}" for b in budgets) + " |"]
-    out += ["|---|---|" + "---:|" * len(budgets)]
-    for method in methods:
-        for cats, label in (
-            ((1, 2, 3, 4), "1-4"),
-            ((1,), "1"),
-            ((2,), "2"),
-            ((3,), "3"),
-            ((4,), "4"),
-        ):
-            cells = []
-            for budget in budgets:
-                values = [v for c in cats for v in loco.get((method, budget, c), [])]
-                cells.append(f"{statistics.mean(values):.3f}" if values else "-")
-            out.append(f"| {method} | {label} | " + " | ".join(cells) + " |")
+    out += ["## LoCoMo evidence-turn recall", ""]
+    out += _locomo_table(loco, n_questions, skipped) if loco else [_locomo_skipped()]
     out += ["", "## Prompt-cache cost simulation (AutomaticChatSession)", "", *sim_lines, ""]
     out += ["## Long agent loops (real trajectories)", "", *agent_lines, ""]
     out += ["## Real agents (Claude Code and Codex CLIs)", "", *real_lines, ""]
@@ -437,18 +474,34 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     sizes = [1_000, 10_000, 100_000] if args.quick else [1_000, 10_000, 20_000, 100_000, 1_000_000]
     repeat = 3 if args.quick else 7
-    speed_rows = {name: speed(name, sizes, repeat) for name in SPEED_FIXTURES}
-    chain_lengths = [10_000, 40_000] if args.quick else [10_000, 40_000, 100_000]
-    chain_rows = chain_speed(chain_lengths, repeat)
-    table = retention(args.quick)
-    loco, n_questions, skipped = locomo_recall(args.quick)
-    sim_lines = simulator_section(args.quick)
-    agent_lines = agent_loop_section(args.quick)
-    real_lines = real_agents_section(args.quick)
     # A quick run writes beside the committed full results, never over them.
     suffix = "-quick" if args.quick else ""
-    plot_latency(speed_rows["state_log"], OUT / f"latency{suffix}.png")
-    plot_retention(table, OUT / f"retention{suffix}.png")
+    results = OUT / f"RESULTS{suffix}.md"
+    say(
+        f"{'quick' if args.quick else 'full'} run ({'a few' if args.quick else 'about 25'} "
+        f"minutes here); writes {_shown(results)} and its plots; data sets from {DATA_DIR}"
+    )
+    with step("speed and scale"):
+        speed_rows = {name: speed(name, sizes, repeat) for name in SPEED_FIXTURES}
+        chain_lengths = [10_000, 40_000] if args.quick else [10_000, 40_000, 100_000]
+        chain_rows = chain_speed(chain_lengths, repeat)
+    with step("answer retention"):
+        table = retention(args.quick)
+    with step("LoCoMo evidence-turn recall"):
+        loco, n_questions, skipped = locomo_recall(args.quick)
+    with step("prompt-cache cost simulation"):
+        sim_lines = simulator_section(args.quick)
+    with step("long agent loops, per-request overhead, gateway load"):
+        agent_lines = agent_loop_section(args.quick)
+        if agent_lines[0].startswith("Skipped:"):
+            say(agent_lines[0])
+    with step("real agents (Claude Code, Codex)"):
+        real_lines = real_agents_section(args.quick)
+        if real_lines[0].startswith("Skipped:"):
+            say(real_lines[0])
+    plots = (OUT / f"latency{suffix}.png", OUT / f"retention{suffix}.png")
+    plot_latency(speed_rows["state_log"], plots[0])
+    plot_retention(table, plots[1])
     text = render(
         speed_rows,
         chain_rows,
@@ -465,9 +518,21 @@ def main(argv: list[str] | None = None) -> int:
     text = text.replace("latency.png", f"latency{suffix}.png").replace(
         "retention.png", f"retention{suffix}.png"
     )
-    (OUT / f"RESULTS{suffix}.md").write_text(text)
+    results.write_text(text)
     print(text)
+    say(
+        f"done in {time.perf_counter() - started:.0f} s; results in {_shown(results)}, plots in "
+        + " and ".join(_shown(p) for p in plots)
+    )
     return 0
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it from where they are (relative when it can be)."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
 
 
 if __name__ == "__main__":

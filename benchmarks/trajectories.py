@@ -2,7 +2,8 @@
 
 Loading, token counts per message, tool groups, the evidence lines of the final patch and which
 replies edit a file. Facts about one trajectory only; the replay lives in ``agent_replay``.
-The data is read from ``../shared/data/agent_trajectories.jsonl.gz`` at run time, never copied.
+The data is read from ``../shared/data/agent_trajectories.jsonl.gz`` (or from the folder
+``$TOMC_BENCH_DATA``) at run time, never copied.
 
 Token counts approximate what OpenAI bills; they do not reproduce it. Each message counts the
 o200k tokens of its text parts plus small framing constants (below); tool schemas count as the
@@ -19,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DATA = (
-    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "agent_trajectories.jsonl.gz"
-)
+from benchmarks.progress import data_file
+from tomc.extras import install_hint
+
+DEFAULT_DATA = data_file("agent_trajectories.jsonl.gz")
 
 # Framing constants, as OpenAI's cookbook counts chat messages for gpt-4o-style models:
 # each message costs 3 tokens beyond its text (role and separators), a `name` costs one more,
@@ -96,8 +98,7 @@ def o200k_counter() -> Callable[[str], int]:
         import bpe_openai
     except ImportError as exc:
         raise DataError(
-            "the agent benchmark needs bpe-openai: pip install 'tomc[bpe]' (no download at run "
-            "time)"
+            "the agent benchmark needs bpe-openai (no download at run time): " + install_hint("bpe")
         ) from exc
     encoder = bpe_openai.get_encoding("o200k_base")
 

@@ -52,3 +52,19 @@ def test_bm25s_baseline_packs_best_match_in_source_order() -> None:
     memory = baselines.bm25s_select(lines, "red apples", 8)
     assert memory.splitlines()[0] == "apples are red"
     assert tomc.LexicalCounter().count(memory) <= 8
+
+
+def test_a_fresh_clone_skips_locomo_with_the_file_named(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without ../shared/data the LoCoMo section says which file is missing, and the suite
+    still renders its results."""
+    from benchmarks import locomo
+    from benchmarks import run as suite
+
+    monkeypatch.setattr(locomo, "DEFAULT_PATH", tmp_path / "locomo10.json")
+    assert suite.locomo_recall(quick=True) == ({}, 0, 0)
+    assert f"{tmp_path / 'locomo10.json'} not found" in capsys.readouterr().err
+    text = suite.render({"state_log": [], "mixed_log": []}, [], {}, {}, 0, 0, [], [], [], True, 1.0)
+    assert "Skipped: locomo10.json not found in" in text
+    assert "TOMC_BENCH_DATA" in text

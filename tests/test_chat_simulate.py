@@ -124,3 +124,21 @@ def test_cli_simulate_prints_the_table(monkeypatch):
     assert "| tiny | stable |" in result.output and "stable costs 1.000x full" in result.output
     result = CliRunner().invoke(main, ["simulate", "--json", "--no-locomo"])
     assert json.loads(result.stdout)["rows"][0]["policy"] == "full"
+
+
+def test_progress_counts_every_replay_then_ends():
+    groups = [("tiny", [agent_workload("t", turns=3, window=128_000)])]
+    calls = []
+    sim.simulate(groups, policies=("stable",), progress=lambda *args: calls.append(args))
+    assert calls == [("tiny: full", 0, 2), ("tiny: stable", 1, 2), ("", 2, 2)]
+
+
+def test_cli_simulate_shows_progress_lines_off_a_terminal(monkeypatch):
+    tiny = [("tiny", [agent_workload("t", turns=3, window=128_000)])]
+    monkeypatch.setattr(sim, "default_workloads", lambda **kwargs: (tiny, []))
+    result = CliRunner().invoke(main, ["simulate", "--quick"])
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0] == "tomc simulate: replays: 0/4"
+    assert lines[-1].startswith("tomc simulate: replays: 4/4 done in ")
+    assert "\r" not in result.stderr  # no bar redrawn into a log

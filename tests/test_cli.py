@@ -163,3 +163,125 @@ def test_simulate_names_no_path_outside_the_repository() -> None:
     assert "../" not in source and "shared/data" not in source
     missing = CliRunner().invoke(main, ["simulate", "--quick", "--locomo", "/nonexistent.json"])
     assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
+# ---- tomc notebook save ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A notebook store of its own, never the user's."""
+    path = tmp_path / "tomc-home"
+    monkeypatch.setenv("TOMC_HOME", str(path))
+    return path
+
+
+def _run(args: list[str], stdin: bytes | str | None = None):
+    return CliRunner().invoke(main, args, input=stdin)
+
+
+def test_notebook_save_stores_stdin_and_a_file_byte_for_byte(home: Path) -> None:
+    text = "a = 1\r\nb copies a\n  trailing spaces  \n"
+    saved = _run(["notebook", "save", "log"], stdin=text.encode())
+    assert saved.exit_code == 0, saved.output
+    assert saved.stdout == ""  # the report is on stderr; stdout stays clean for pipes
+    assert "saved log entry 1 (" in saved.stderr and "1 entry" in saved.stderr
+    appended = _run(["notebook", "save", "log", str(EXAMPLE)])
+    assert appended.exit_code == 0, appended.output
+    assert "entry 2" in appended.stderr and "2 entries" in appended.stderr
+    shown = _run(["notebook", "show", "log"])
+    assert shown.stdout_bytes == text.encode() + EXAMPLE.read_bytes()
+
+    from tomc.notebooks import NotebookStore
+
+    assert [e.text for e in NotebookStore(home).entries("log")] == [
+        text,
+        EXAMPLE.read_text(encoding="utf-8"),
+    ]
+
+
+def test_notebook_save_replace_and_json(home: Path) -> None:
+    assert _run(["notebook", "save", "log", "-"], stdin="a = 1\n").exit_code == 0
+    assert _run(["notebook", "save", "log", "-"], stdin="a = 2\n").exit_code == 0
+    replaced = _run(["notebook", "save", "log", "-", "--replace", "--json"], stdin="c = 3\n")
+    assert replaced.exit_code == 0, replaced.output
+    data = json.loads(replaced.stdout)
+    assert data["mode"] == "replace" and data["seq"] == 1 and data["chars"] == 6
+    assert data["notebook"]["entries"] == 1 and "text" not in data
+    assert _run(["notebook", "show", "log"]).stdout == "c = 3\n"
+
+
+def test_notebook_show_of_an_empty_store_names_the_save_command(home: Path) -> None:
+    result = _run(["notebook", "show", "log"])
+    assert result.exit_code == 1
+    assert "tomc notebook save NAME FILE" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "code", "message"),
+    [
+        (["../x"], "a = 1", 1, "is not allowed"),  # the name is checked before stdin is read
+        (["x"], "  \n\t", 1, "nothing to save"),
+        (["x"], b"\xff\xfe", 1, "not UTF-8 text"),
+        (["x"], "a\x00b", 1, "NUL byte"),
+        (["x"], "x" * 200_001, 1, "200,000"),
+        (["x", "/nonexistent/file.txt"], None, 2, "No such file"),  # click's usage error
+        (["x", "-", "--mode", "append"], "a", 2, "No such option"),
+    ],
+)
+def test_notebook_save_refusals_are_messages_with_the_error_table_codes(
+    home: Path, args: list[str], stdin, code: int, message: str
+) -> None:
+    result = _run(["notebook", "save", *args], stdin=stdin)
+    assert result.exit_code == code, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_notebook_save_that_would_overflow_names_the_replace_flag(home: Path) -> None:
+    assert _run(["notebook", "save", "log"], stdin="x = 1\n" * 30_000).exit_code == 0
+    result = _run(["notebook", "save", "log"], stdin="y = 1\n" * 10_000)
+    assert result.exit_code == 1
+    assert "--replace" in result.stderr and "mode='replace'" not in result.stderr
+    replaced = _run(["notebook", "save", "log", "--replace"], stdin="y = 1\n" * 10_000)
+    assert replaced.exit_code == 0, replaced.output
+
+
+def test_notebook_save_refuses_a_memory_the_store_compiled(home: Path) -> None:
+    from tomc.notebooks import NotebookStore
+
+    memory = "STATE deploy_target = production (u11)\n"
+    NotebookStore(home).remember_compiled(memory)  # as notebook_recall records its memories
+    result = _run(["notebook", "save", "log"], stdin=memory)
+    assert result.exit_code == 1 and "memory compiled by TOMC" in result.stderr
+
+
+def test_notebook_save_in_an_unusable_store_exits_3(tmp_path: Path) -> None:
+    home = tmp_path / "a-file"
+    home.write_text("x")
+    result = CliRunner().invoke(
+        main, ["notebook", "save", "log"], input="a = 1", env={"TOMC_HOME": str(home)}
+    )
+    assert result.exit_code == 3 and f"cannot use {home}" in result.stderr
+
+
+def test_notebook_save_is_recallable_by_the_mcp_tool_path(home: Path) -> None:
+    from tomc.notebooks import NotebookStore
+    from tomc.service import compile_notebook
+
+    assert _run(["notebook", "save", "log", str(EXAMPLE)]).exit_code == 0
+    compiled = compile_notebook(
+        NotebookStore(home), "log", "What is the current value of deploy_target?", strategy="tomc"
+    )
+    assert "deploy_target = production" in compiled.result.compiled_memory
+
+
+def test_install_hints_name_a_command_that_works_from_a_clone() -> None:
+    from tomc.extras import install_hint, source_checkout
+
+    hint = install_hint("bpe")
+    assert "pip install 'tomc[bpe]'" not in hint
+    assert sys.executable in hint and "-m pip install -e" in hint
+    root = source_checkout()
+    if root is not None:  # an editable install from this clone
+        assert f"{root}[bpe]" in hint and "make install" in hint

@@ -521,3 +521,87 @@ def test_phone_layout_has_no_sideways_scroll(phone: Session) -> None:
     )
     assert label == '"kind"'
     phone.shot("web-phone")
+
+
+# ---- before the first compile, and where the results appear --------------------------------
+
+
+def test_before_the_first_compile_the_page_says_what_will_appear(laptop: Session) -> None:
+    from playwright.sync_api import expect
+
+    page = laptop.page
+    placeholder = page.locator("#placeholder")
+    expect(placeholder).to_be_visible()
+    expect(page.locator("#results")).to_be_hidden()
+    for part in ("Route and figures", "Compiled memory", "Source units", "Ledger", "Compile"):
+        expect(placeholder).to_contain_text(part)
+    # It fills the column the results will take, beside the form, from the top.
+    form = page.locator("#compile-form").bounding_box()
+    box = placeholder.bounding_box()
+    assert form and box and box["x"] >= form["x"] + form["width"]
+    assert abs(box["y"] - form["y"]) < 2
+    laptop.shot("web-before-compile")
+
+    laptop.load_example_and_compile()
+    expect(placeholder).to_be_hidden()
+    # Beside the form the results are already in view: the page does not jump.
+    assert page.evaluate("() => window.scrollY") == 0
+    results = page.locator("#results").bounding_box()
+    assert results and abs(results["x"] - box["x"]) < 2
+
+    page.click("#clear")
+    expect(placeholder).to_be_visible()
+    expect(page.locator("#results")).to_be_hidden()
+
+
+def test_a_refused_compile_brings_the_placeholder_back(laptop: Session) -> None:
+    from playwright.sync_api import expect
+
+    page = laptop.page
+    laptop.load_example_and_compile()
+    page.fill("#budget", "-5")
+    page.click("#compile")
+    expect(page.locator("#error")).to_be_visible()
+    expect(page.locator("#results")).to_be_hidden()
+    expect(page.locator("#placeholder")).to_be_visible()
+
+
+def test_on_a_phone_compile_scrolls_to_the_results(phone: Session) -> None:
+    from playwright.sync_api import expect
+
+    page = phone.page
+    viewport = page.viewport_size
+    assert viewport
+    expect(page.locator("#placeholder")).to_be_attached()
+    page.click("#load-example")
+    page.locator("#compile").scroll_into_view_if_needed()
+    before = page.evaluate("() => window.scrollY")
+    page.click("#compile")
+    expect(page.locator("#results")).to_be_visible()
+    # The results start below the form, past the bottom of the screen where Compile was.
+    top = page.evaluate(
+        "() => document.getElementById('results').getBoundingClientRect().top + window.scrollY"
+    )
+    assert top > before + viewport["height"] * 0.5
+    # ... and the page brings them to the top of the screen, with the focus.
+    page.wait_for_function(
+        "() => Math.abs(document.getElementById('results').getBoundingClientRect().top) < 2"
+    )
+    expect(page.locator("#route")).to_be_in_viewport()
+    expect(page.locator("#memory")).to_be_in_viewport()
+    assert page.evaluate("() => document.activeElement.id") == "results"
+    phone.shot("web-phone-after-compile")
+
+
+def test_the_readme_screenshot_is_made_from_the_live_page(browser: Any, tmp_path: Path) -> None:
+    import struct
+
+    import web_screenshot
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert "tests/web_screenshot.py docs/web-inspector.png" in makefile
+    shot = web_screenshot.capture(tmp_path / "web-inspector.png", browser=browser)
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert width == web_screenshot.VIEWPORT["width"] and height > web_screenshot.VIEWPORT["height"]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CounterError, CounterUnavailableError, InvalidOptionError
+from .extras import install_hint
 
 __all__ = ["BPE_ENCODINGS", "MAX_PIECE_CHARS", "BpeCounter", "split_is_exact"]
 
@@ -121,8 +122,8 @@ class BpeCounter:
             import bpe_openai  # noqa: F401
         except ImportError as exc:
             raise CounterUnavailableError(
-                f"counter 'bpe:{self.encoding}' needs the optional bpe extra: "
-                "pip install 'tomc[bpe]' (it ships the vocabulary; no download at run time)"
+                f"counter 'bpe:{self.encoding}' needs the optional bpe extra (it ships the "
+                f"vocabulary; no download at run time): {install_hint('bpe')}"
             ) from exc
         object.__setattr__(self, "_encoder", _encoding(self.encoding))
         object.__setattr__(self, "name", f"bpe:{self.encoding}")

@@ -18,6 +18,7 @@ import click
 from . import __version__
 from .compiler import STRATEGIES
 from .errors import InputTooLargeError
+from .extras import install_hint
 from .service import (
     DEFAULT_COUNTER,
     DEFAULT_STRATEGY,
@@ -174,7 +175,7 @@ def mcp_command(home: str | None) -> None:
 
     if find_spec("mcp") is None:  # found, not imported: the SDK loads while the handshake runs
         raise click.ClickException(
-            "the MCP server needs the optional mcp extra: pip install 'tomc[mcp]'"
+            f"the MCP server needs the optional mcp extra: {install_hint('mcp')}"
         )
     from .mcp_stdio import serve  # answers the handshake while the SDK loads
 
@@ -185,7 +186,7 @@ def mcp_command(home: str | None) -> None:
 @_HOME_OPTION
 @click.pass_context
 def notebook_group(ctx: click.Context, home: str | None) -> None:
-    """List, show, delete or export saved notebooks (the store the MCP server uses)."""
+    """Save, list, show, delete or export notebooks (the store the MCP server uses)."""
     from .notebooks import NotebookStore
 
     ctx.obj = NotebookStore(home)
@@ -207,6 +208,63 @@ def notebook_list_command(store, as_json: bool) -> None:
         return
     for info in infos:
         click.echo(f"{info.name}\t{info.entries} entries\t{info.chars} chars\t{info.updated_at}")
+
+
+@notebook_group.command("save")
+@click.argument("name")
+@click.argument("source", type=click.File("rb"), default="-", metavar="[FILE|-]")
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Make this text the notebook's only entry (default: append a new entry).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the saved entry as JSON.")
+@click.pass_obj
+def notebook_save_command(store, name: str, source, replace: bool, as_json: bool) -> None:
+    """Save original history text from FILE (or - / stdin) to notebook NAME.
+
+    The text is stored byte for byte as a new entry (created if NAME is new); --replace makes
+    it the only entry. The same checks as the MCP tool notebook_save apply: a valid name,
+    UTF-8 text that is not blank, no NUL byte, not a memory TOMC compiled, and a notebook that
+    stays recallable (at most 200,000 characters in all).
+    """
+    with _reported(f"saving to notebook {name!r}"):
+        store.check_name(name)  # before waiting for text that could not be saved anyway
+    if source.isatty():
+        click.echo("tomc: reading the text to save from stdin; end it with Ctrl-D", err=True)
+    data = source.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{getattr(source, 'name', 'input')} is not UTF-8 text (byte {exc.start}); "
+            "notebooks keep text histories"
+        ) from None
+    mode = "replace" if replace else "append"
+    try:
+        with _reported(f"saving to notebook {name!r}"):
+            entry = store.save(name, text, mode)
+            info = store.info(name)
+    except click.ClickException as error:
+        # The store's advice names the MCP tool's argument; on the command line it is a flag.
+        error.message = error.message.replace("mode='replace'", "--replace")
+        raise
+    if as_json:
+        data = {
+            "name": name,
+            "mode": mode,
+            **{key: value for key, value in entry.to_dict().items() if key != "text"},
+            "notebook": info.to_dict(),
+        }
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    done = "replaced" if replace else "saved"
+    entries = f"{info.entries} entries" if info.entries != 1 else "1 entry"
+    click.echo(
+        f"{done} {name} entry {entry.seq} ({entry.chars:,} chars); the notebook now has "
+        f"{entries}, {info.chars:,} chars",
+        err=True,
+    )
 
 
 @notebook_group.command("show")
@@ -266,12 +324,21 @@ def notebook_export_command(store, names: tuple[str, ...], output) -> None:
 def simulate_command(quick: bool, locomo: str | None, no_locomo: bool, as_json: bool) -> None:
     """Price full history, stable and cadence policies under provider prompt caching."""
     from .chat.simulate import report_json, simulate  # lazy: only this command needs it
+    from .progress import Progress
 
-    report = simulate(
-        quick=quick,
-        locomo=None if no_locomo else locomo,
-        progress=lambda label: click.echo(f"replaying {label}", err=True),
-    )
+    shown: list[Progress] = []
+
+    def progress(label: str, done: int, total: int) -> None:
+        # A bar on a terminal; otherwise a line about every tenth of the way.
+        if not shown:
+            shown.append(Progress("tomc simulate: replays", total, prefix=""))
+        shown[0].update(done - shown[0].done, label)
+
+    try:
+        report = simulate(quick=quick, locomo=None if no_locomo else locomo, progress=progress)
+    finally:
+        for bar in shown:
+            bar.close()
     click.echo(report_json(report) if as_json else report.to_markdown())
 
 

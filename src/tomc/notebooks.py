@@ -515,7 +515,10 @@ class NotebookStore:
     def _not_found(self, conn: sqlite3.Connection, name: str) -> NotebookNotFoundError:
         names = [r[0] for r in conn.execute("SELECT name FROM notebooks ORDER BY name LIMIT 11")]
         if not names:
-            known = "the store has no notebooks yet; save some text first"
+            known = (
+                "the store has no notebooks yet; save some text first "
+                "(tomc notebook save NAME FILE, or the MCP tool notebook_save)"
+            )
         else:
             shown = ", ".join(map(repr, names[:10])) + (", ..." if len(names) > 10 else "")
             known = f"existing notebooks: {shown}"

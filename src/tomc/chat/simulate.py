@@ -319,7 +319,9 @@ def simulate(
 ) -> SimulationReport:
     """Replay workload groups under each policy; ``groups=None`` uses :func:`default_workloads`.
 
-    ``progress``, if given, is called with a short label before each replay.
+    ``progress``, if given, is called as ``progress(label, done, total)`` before each replay
+    (its short label, the replays done so far and how many there are), and once more at the
+    end with an empty label and ``done == total``.
     """
     notes: list[str] = []
     if groups is None:
@@ -327,12 +329,15 @@ def simulate(
     if "full" not in policies:
         policies = ("full", *policies)  # ratios are relative to full history
     rows = []
+    total = len(groups) * len(policies)
     for name, workloads in groups:
         tokens = _Tokens()
         for policy in policies:
             if progress:
-                progress(f"{name}: {policy}")
+                progress(f"{name}: {policy}", len(rows), total)
             rows.append(_sum(name, [replay(w, policy, tokens) for w in workloads]))
+    if progress:
+        progress("", len(rows), total)
     notes.append(
         "Billed-input equivalents: 1.0 per uncached input token; OpenAI caches from 1,024 "
         "tokens in 128-token steps at 0.1x; Anthropic writes at 1.25x and reads at 0.1x. "

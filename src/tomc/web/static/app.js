@@ -21,6 +21,7 @@
     status: $("status"),
     error: $("error"),
     results: $("results"),
+    placeholder: $("placeholder"),
     summary: $("summary"),
     memoryBar: $("memory-bar"),
     memoryBarLabel: $("memory-bar-label"),
@@ -286,7 +287,7 @@
           `${message} (HTTP ${response.status}${kind})`,
         );
         setStatus("");
-        els.results.hidden = true;
+        showResults(false);
         return;
       }
       if (!data) {
@@ -330,13 +331,32 @@
     renderLedger();
     els.selectionNote.textContent =
       "Select a ledger row to highlight the source units that support it.";
-    els.results.hidden = false;
+    showResults(true);
     document.body.dataset.compiled = String(Number(document.body.dataset.compiled || 0) + 1);
     const kept = result.sources.filter((u) => u.status !== "omitted").length;
     setStatus(
       `Compiled: ${fmt(result.memory_tokens)} of ${fmt(result.budget_tokens)} budget tokens; ` +
         `${fmt(kept)} of ${fmt(result.sources.length)} source units kept.`,
     );
+    revealResults();
+  }
+
+  // The results replace the placeholder that says what they will hold.
+  function showResults(visible) {
+    els.results.hidden = !visible;
+    els.placeholder.hidden = visible;
+  }
+
+  // In one column (a phone, a narrow window) the results sit below the form, usually below the
+  // fold: bring them into view and move focus there. Beside the form they are already visible.
+  function revealResults() {
+    const form = els.form.getBoundingClientRect();
+    const results = els.results.getBoundingClientRect();
+    if (results.top < form.bottom - 1) return; // two columns
+    if (results.top >= 0 && results.top < window.innerHeight / 2) return; // already in view
+    const reduced = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    els.results.scrollIntoView({ behavior: reduced ? "auto" : "smooth", block: "start" });
+    els.results.focus({ preventScroll: true });
   }
 
   function renderSummary(result, roundTrip) {
@@ -613,7 +633,7 @@
     els.history.value = "";
     els.task.value = "";
     els.budget.value = "";
-    els.results.hidden = true;
+    showResults(false);
     state.result = null;
     clearError();
     updateCounter();
