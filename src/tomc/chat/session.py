@@ -658,8 +658,9 @@ class AutomaticChatSession:
                 segments.append(reusable[region])
                 continue
             segment = self._compile(plan, layout, region, task, budget, why)
-            # A memory never costs more than what it replaces: such a region stays raw.
-            if segment.tokens < _raw_tokens(plan, region):
+            # A memory never costs more than what it replaces: such a region stays raw, as does
+            # one the compiler gave back unchanged (nothing in it to compile).
+            if segment.strategy != "unchanged" and segment.tokens < _raw_tokens(plan, region):
                 segments.append(segment)
         if not segments:
             raise Pass("no_shrink", f"{why}; but no memory would be smaller than its history")
