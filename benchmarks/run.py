@@ -56,6 +56,13 @@ def best_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:
 #: Scaling fixtures: the seed's state/log history (1 operation line in 8) and a mixed history
 #: (every other line a SET, COPY or relation edge).
 SPEED_FIXTURES = {"state_log": workloads.state_log, "mixed_log": workloads.mixed_log}
+#: Every route is timed on the mixed history (it has variables, relation edges and log words):
+#: the fixture's own value question (state), and these tasks.
+ROUTE_TASKS = {
+    "count": "How many times did a build pass?",
+    "relation": "relation: assigned > owns, which team does alpha.dev reach?",
+    "raw": "What did the user say about the dashboard?",
+}
 
 
 def speed(fixture: str, sizes: list[int], repeat: int) -> list[dict]:
@@ -65,10 +72,17 @@ def speed(fixture: str, sizes: list[int], repeat: int) -> list[dict]:
         case = make(size)
         lines = baselines.lines_of(case.history)
         budget = int(0.8 * size)
-        floor, compile_s = best_times(
+        routes = ROUTE_TASKS if fixture == "mixed_log" else {}
+        floor, compile_s, *route_s = best_times(
             [
                 lambda c=case: LEXICAL_PATTERN.findall(c.history),
                 lambda c=case, b=budget: tomc.compile_memory(c.history, c.task, budget_tokens=b),
+                *(
+                    lambda c=case, t=task, b=budget: tomc.compile_memory(
+                        c.history, t, budget_tokens=b
+                    )
+                    for task in routes.values()
+                ),
             ],
             repeat,
         )
@@ -95,6 +109,10 @@ def speed(fixture: str, sizes: list[int], repeat: int) -> list[dict]:
                 "x_bm25s": compile_s / bm25s_s,
                 "peak_mb": rss["peak_mb"],
                 "retained": rss["ok"],
+                "routes": {
+                    route: {"compile_s": t, "x_floor": t / floor}
+                    for route, t in zip(routes, route_s, strict=True)
+                },
             }
         )
     return rows
@@ -342,6 +360,21 @@ def _speed_table(rows: list[dict]) -> list[str]:
             f"{r['x_floor']:.2f} | {r['bm25s_s']:.4f} | {r['x_bm25s']:.2f} | {r['peak_mb']:.0f} | "
             f"{'yes' if r['retained'] else 'NO'} |"
         )
+    routes = [route for route in ROUTE_TASKS if any(route in r.get("routes", {}) for r in rows)]
+    if routes:
+        out += [
+            "",
+            "Other routes on the same history (the state row above is the value question):",
+            "",
+            "| tokens | floor s | " + " | ".join(f"{route} s | x floor" for route in routes) + " |",
+            "|---:|---:|" + "---:|---:|" * len(routes),
+        ]
+        for r in rows:
+            cells = [
+                f"{r['routes'][route]['compile_s']:.4f} | {r['routes'][route]['x_floor']:.2f}"
+                for route in routes
+            ]
+            out.append(f"| {r['tokens']:,} | {r['floor_s']:.4f} | " + " | ".join(cells) + " |")
     by_size = {r["tokens"]: r for r in rows}
     if 100_000 in by_size and 1_000_000 in by_size:
         ratio = by_size[1_000_000]["compile_s"] / by_size[100_000]["compile_s"]

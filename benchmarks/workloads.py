@@ -180,7 +180,7 @@ def counting(lines: int, seed: int = 0, chinese: bool = False) -> Case:
         total += k
         out.append(line)
     task = f"{term}出现了几次？" if chinese else f'How many times does "{term}" appear?'
-    expected = (f'COUNT "{term}" = {total} occurrences',)
+    expected = (f'COUNT "{term}" = {total} occurrence',)  # "1 occurrence", "12 occurrences"
     evidence = tuple(line for line in out if term in line)
     return Case("count_zh" if chinese else "count_en", "\n".join(out), task, expected, evidence)
 

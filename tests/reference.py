@@ -9,7 +9,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from tomc.lexicon import CJK_CHAR, WORD_PATTERN, stem, word_tokens
+from tomc.lexicon import CJK_CHAR, WORD_PATTERN, inflections, stem, word_tokens
 from tomc.operations import Copy, Relation, Set
 from tomc.result import UNKNOWN
 
@@ -97,11 +97,14 @@ def _phrase_occurrences(text: str, phrase: str) -> int:
     return found
 
 
-def reference_counts(texts: Sequence[str], term: str) -> tuple[int, tuple[int, ...]]:
+def reference_counts(
+    texts: Sequence[str], term: str, *, inflect: bool = False
+) -> tuple[int, tuple[int, ...]]:
     """``(occurrences, units containing it)`` of one term.
 
-    A CJK term counts substrings; a single word counts equal word tokens; anything else (a
-    hyphenated word, a phrase, a term with punctuation) counts whole-word phrase occurrences.
+    A CJK term counts substrings; a single word counts equal word tokens (with ``inflect``,
+    tokens that are any of its :func:`tomc.lexicon.inflections`); anything else (a hyphenated
+    word, a phrase, a term with punctuation) counts whole-word phrase occurrences.
     """
     occurrences = 0
     units = []
@@ -109,13 +112,56 @@ def reference_counts(texts: Sequence[str], term: str) -> tuple[int, tuple[int, .
         if CJK_CHAR.search(term):
             n = text.lower().count(term)
         elif WORD_PATTERN.fullmatch(term):
-            n = sum(1 for token in WORD_PATTERN.findall(text.lower()) if token == term)
+            forms = inflections(term) if inflect else {term}
+            n = sum(1 for token in WORD_PATTERN.findall(text.lower()) if token in forms)
         else:
             n = _phrase_occurrences(text.lower(), term)
         if n:
             occurrences += n
             units.append(index)
     return occurrences, tuple(units)
+
+
+def reference_top_terms(texts: Sequence[str], k: int) -> list[tuple[str, int, tuple[int, ...]]]:
+    """The ``k`` most frequent content words (ties alphabetical), each with its occurrences
+    and lines, by counting every word of every line."""
+    from tomc.lexicon import is_content_word
+
+    words = sorted(
+        {
+            token
+            for text in texts
+            for token in WORD_PATTERN.findall(text.lower())
+            if is_content_word(token) and not CJK_CHAR.match(token)
+        }
+    )
+    counted = [(word, *reference_counts(texts, word)) for word in words]
+    counted.sort(key=lambda row: (-row[1], row[0]))
+    return counted[:k]
+
+
+def _endings(base: str) -> set[str]:
+    """Every spelling of base+s, base+ed and base+ing under any of the usual rules."""
+    out = {base, base + "s", base + "es", base + "ed", base + "d", base + "ing"}
+    if base.endswith("y"):
+        out |= {base[:-1] + "ies", base[:-1] + "ied"}
+    if base.endswith("e"):
+        out.add(base[:-1] + "ing")
+    out |= {base + base[-1] + "ed", base + base[-1] + "ing"}
+    return out
+
+
+def reference_related(form: str, word: str) -> bool:
+    """Whether ``form`` and ``word`` are spellings of one base's -s, -ed or -ing forms (the
+    base itself included), trying every prefix of ``word`` (plus ``e`` or ``y``) as a base."""
+    if form == word:
+        return True
+    for cut in range(3, len(word) + 1):
+        for base in (word[:cut], word[:cut] + "e", word[:cut] + "y"):
+            endings = _endings(base)
+            if word in endings and form in endings:
+                return True
+    return False
 
 
 def reference_pack(tokens: Sequence[int], budget: int) -> list[int]:

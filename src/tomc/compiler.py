@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 
 from .budget import clamp_budget, default_budget
 from .counters import LexicalCounter, TokenCounter, get_counter, row_costs
@@ -105,9 +106,9 @@ def compile_memory(
     included_records = [r for r in records if r.included]
 
     ranking: SourceRanking | None = None
+    unchanged_reason = "history fits the budget: returned unchanged"
     if applied == "unchanged":
-        memory = history if isinstance(history, str) else "".join(row + "\n" for row in rows)
-        packed = Packed(memory, input_tokens, list(range(len(texts))), {}, frozenset())
+        packed = _unchanged(history, rows, input_tokens)
     else:
         kept_units: list[int] = []
         if applied in ("tomc_raw", "rag"):
@@ -117,6 +118,22 @@ def compile_memory(
         packed = assemble_memory(
             token_counter, included_records, rows, row_tokens, kept_units, order, budget
         )
+        if packed.tokens > input_tokens and applied != "tomc":
+            # Records added to a history that fits would make the memory larger than what it
+            # compiles: give the history back as it is (it fits, since it costs less). Records
+            # only ("tomc") is asked for by name and stays records: its callers (the chat work
+            # memory) put records beside the history, never in place of it.
+            unchanged_reason = (
+                f"the compiled memory ({packed.tokens} tokens) would be larger than the "
+                f"history ({input_tokens}): returned unchanged"
+            )
+            applied = "unchanged"
+            for record in included_records:
+                record.included = False
+                record.reason = unchanged_reason
+            included_records = []
+            ranking = None
+            packed = _unchanged(history, rows, input_tokens)
     _check_recount(token_counter, packed, budget if applied != "unchanged" else None)
 
     tokens_by_kind = {"state": 0, "relation": 0, "count": 0, "source": 0}
@@ -128,7 +145,9 @@ def compile_memory(
     def build_ledger() -> tuple[LedgerRow, ...]:
         out = [_ledger_row(r, token_counter) for r in records]
         if applied in ("tomc_raw", "rag", "unchanged"):
-            out.extend(source_ledger_rows(rows, row_tokens, packed, ranking, applied))
+            out.extend(
+                source_ledger_rows(rows, row_tokens, packed, ranking, applied, unchanged_reason)
+            )
         return tuple(out)
 
     return CompileResult(
@@ -148,6 +167,12 @@ def compile_memory(
         _build_sources=lambda: _source_units(table),
         _build_ledger=build_ledger,
     )
+
+
+def _unchanged(history: History, rows: Sequence[str], input_tokens: int) -> Packed:
+    """The history as it is: the text given, or a chat history's rows."""
+    memory = history if isinstance(history, str) else "".join(row + "\n" for row in rows)
+    return Packed(memory, input_tokens, list(range(len(rows))), {}, frozenset())
 
 
 def _check_recount(counter: TokenCounter, packed: Packed, budget: int | None) -> None:

@@ -4,7 +4,9 @@ A lexical token is a maximal run of word characters that are not CJK, one CJK ch
 any other single non-space character (:data:`LEXICAL_PATTERN`); terms are lower-cased tokens
 without the punctuation (:data:`WORD_PATTERN`). The stemmer is a light suffix stripper whose
 stem is always a prefix of the word; retrieval relies on that to find every form of a query
-stem with one regular expression.
+stem with one regular expression. Counting uses :func:`inflections` instead: the regular
+English inflections of a word (build, builds, building), which never merge two different words
+the way a stem can (``note`` and ``not``, ``plane`` and ``plan``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ __all__ = [
     "LEXICAL_PATTERN",
     "STOPWORDS",
     "WORD_PATTERN",
+    "inflections",
     "is_content_word",
     "query_terms",
     "stem",
@@ -96,3 +99,91 @@ def query_terms(text: str) -> list[str]:
             continue
         seen.setdefault(stem(token), None)
     return list(seen)
+
+
+_VOWELS = frozenset("aeiouy")
+
+
+def _consonant(char: str) -> bool:
+    return char not in _VOWELS
+
+
+def _regular_forms(base: str) -> set[str]:
+    """``base`` with its regular -s, -ed and -ing endings (spelling rules included)."""
+    forms = {base}
+    ends_cy = base.endswith("y") and _consonant(base[-2])
+    if base.endswith(("s", "x", "z", "ch", "sh", "o")):
+        forms.add(base + "es")
+        if base.endswith("o"):
+            forms.add(base + "s")  # photos, heroes
+    elif ends_cy:
+        forms.add(base[:-1] + "ies")
+    else:
+        forms.add(base + "s")
+    if base.endswith("e"):
+        forms.add(base + "d")
+        forms.add(base + "ing" if base.endswith(("ee", "ye", "oe")) else base[:-1] + "ing")
+    elif ends_cy:
+        forms.update((base[:-1] + "ied", base + "ing"))
+    else:
+        forms.update((base + "ed", base + "ing"))
+        last, middle, first = base[-1], base[-2], base[-3]
+        if _consonant(last) and last not in "wxy" and middle in "aeiou" and _consonant(first):
+            forms.update((base + last + "ed", base + last + "ing"))  # stopped, running
+    return forms
+
+
+def _bases(word: str) -> set[str]:
+    """The bases ``word`` is a regular inflection of (``builds``: build), not ``word`` itself.
+
+    A base must have three letters or more with a vowel, must not be a stopword, and must give
+    ``word`` back by :func:`_regular_forms`. The -ed and -ing endings come off words of five
+    letters or more only, so ``feed``, ``seed`` and ``shed`` are not read as ``fee``, ``see``
+    and ``she`` (nor ``used`` as ``use``; ``use`` still counts ``used``). A doubled consonant
+    before them is undoubled (stopped: stop) unless it is l, s or z (passed: pass).
+    """
+    candidates: list[str] = []
+    if word.endswith(("ies", "ied")):
+        candidates.append(word[:-3] + "y")
+    if word.endswith("es"):
+        candidates.append(word[:-2])
+    if word.endswith("s") and not word.endswith("ss"):
+        candidates.append(word[:-1])
+    for ending in ("ed", "ing"):
+        if len(word) < 5 or not word.endswith(ending):
+            continue
+        stem_ = word[: -len(ending)]
+        if stem_[-1] == stem_[-2] and stem_[-1] not in _NO_UNDOUBLE:
+            candidates.append(stem_[:-1])  # stopped: stop, running: run
+        else:
+            candidates.append(stem_)
+            if _VOWELS.intersection(stem_):
+                candidates.append(stem_ + "e")  # based: base, making: make
+    return {
+        base
+        for base in candidates
+        if len(base) >= 3
+        and _VOWELS.intersection(base)
+        and base not in STOPWORDS
+        and word in _regular_forms(base)
+    }
+
+
+def inflections(word: str) -> frozenset[str]:
+    """The forms a count of ``word`` includes: the word, and the regular -s, -ed and -ing
+    forms of its base (``builds``: build, builds, builded, building), or of the word itself
+    when it is a base.
+
+    Only lower-case ASCII words of three letters or more are inflected; irregular forms
+    (``built``, ``ran``) are not. Forms that never occur cost nothing: a count reports the
+    forms it found.
+    """
+    if len(word) < 3 or not word.isascii() or not word.isalpha() or not word.islower():
+        return frozenset((word,))
+    bases = _bases(word)
+    if not bases:
+        return frozenset(_regular_forms(word))
+    forms = {word}
+    for base in bases:
+        forms |= _regular_forms(base)
+    return frozenset(forms)

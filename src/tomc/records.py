@@ -10,14 +10,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .counting import count_terms, top_terms
+from .counting import CountEntry, count_terms, lines_with_all, top_terms
 from .mentions import TaskMentions
 from .operations import Copy, Program, Relation, Set
 from .relations import PathEntry, collect_edges, join_relations
 from .router import Route
 from .state import CHAIN_EDGE, Chain, replay_state
 
-__all__ = ["CAPS", "RELATION_SAFETY_LIMIT", "Record", "candidate_records", "format_ids"]
+__all__ = [
+    "CAPS",
+    "FALLBACK_TOP_TERMS",
+    "RELATION_SAFETY_LIMIT",
+    "Record",
+    "candidate_records",
+    "format_ids",
+]
 
 CAPS = {"state": 96, "count": 80, "relation": 120}
 #: Even the uncapped comparison mode stops enumerating relation paths here.
@@ -119,27 +126,95 @@ def _relation_records(
     return records, exceeded
 
 
+#: With no term named and no frequency asked for, this many most frequent words are listed.
+FALLBACK_TOP_TERMS = 10
+#: A row for the lines containing all named terms is given for two to this many terms.
+MAX_JOINED_TERMS = 4
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def _count_text(entry: CountEntry, lines: int) -> str:
+    """``COUNT "build" = 9 occurrences in 9 lines (forms: build 7, building 1, builds 1)``."""
+    head = f'COUNT "{entry.term}" = '
+    if not entry.occurrences:
+        return f"{head}0 occurrences: none of the {_plural(lines, 'line')} contains it"
+    text = (
+        f"{head}{_plural(entry.occurrences, 'occurrence')} in "
+        f"{_plural(len(entry.source_units), 'line')}"
+    )
+    if [form for form, _ in entry.forms] != [entry.term]:
+        text += " (forms: " + ", ".join(f"{form} {n:,}" for form, n in entry.forms) + ")"
+    return text
+
+
 def _count_records(texts: Sequence[str], route: Route, uncapped: bool) -> tuple[list[Record], bool]:
+    """Rows for the terms the task names (even at 0), the lines holding all of them, and the
+    most frequent words when the task asks for them (or names nothing to count)."""
     named = list(route.count_terms)
     cap = CAPS["count"]
-    room = None if uncapped else max(cap - len(named), 0)
-    top, distinct = top_terms(texts, room, exclude=named)
-    exceeded = len(named) + distinct > cap
-    records = []
-    for entry in count_terms(texts, named + top):
-        relevant = entry.term in route.count_terms
+    entries = count_terms(texts, named, inflect=not route.terms_quoted)
+    records = [
+        Record(
+            "count",
+            e.term,
+            str(e.occurrences),
+            _count_text(e, len(texts)),
+            e.source_units,
+            True,
+            True,
+        )
+        for e in entries
+    ]
+    if 2 <= len(entries) <= MAX_JOINED_TERMS:
+        units = lines_with_all(entries)
+        quoted = " and ".join(f'"{e.term}"' for e in entries)
         records.append(
             Record(
                 "count",
-                entry.term,
-                str(entry.occurrences),
-                f'COUNT "{entry.term}" = {entry.occurrences} occurrences in '
-                f"{len(entry.source_units)} lines",
-                entry.source_units,
-                relevant,
+                " + ".join(e.term for e in entries),
+                str(len(units)),
+                f"COUNT lines with {quoted} = {_plural(len(units), 'line')}",
+                units,
+                True,
                 True,
             )
         )
+    if not named and not route.wants_top_terms:
+        records.append(
+            Record(
+                "count",
+                "lines",
+                str(len(texts)),
+                f"COUNT lines = {_plural(len(texts), 'nonempty line')}",
+                (),
+                True,
+                True,
+            )
+        )
+    exceeded = len(records) > cap
+    if route.wants_top_terms or not named:
+        room = None if uncapped else max(cap - len(records), 0)
+        if route.top_k is not None:
+            room = route.top_k if room is None else min(room, route.top_k)
+        elif not route.wants_top_terms:
+            room = FALLBACK_TOP_TERMS if room is None else min(room, FALLBACK_TOP_TERMS)
+        top, distinct = top_terms(texts, room, exclude=named)
+        exceeded = len(records) + distinct > cap if route.wants_top_terms else exceeded
+        for entry in top:
+            records.append(
+                Record(
+                    "count",
+                    entry.term,
+                    str(entry.occurrences),
+                    _count_text(entry, len(texts)),
+                    entry.source_units,
+                    route.wants_top_terms,
+                    True,
+                )
+            )
     return records, exceeded
 
 

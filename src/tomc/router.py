@@ -20,7 +20,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from .counting import terms_named_in
+from .counting import names_quoted_terms, terms_named_in
 from .mentions import TaskMentions
 
 __all__ = ["Route", "route_task"]
@@ -111,6 +111,17 @@ _WORDING = _Cues(
 )
 
 
+# The task asks for the most frequent words themselves (not for how often one term occurs).
+_TOP_WORDS = _english(
+    r"\bmost\s+(?:common|frequent|used)\b|\btop\s+\d+|\bcommon(?:est)?\s+(?:words?|terms?)\b"
+    r"|\bword\s+(?:counts?|frequenc(?:y|ies))\b|\bfrequenc(?:y|ies)\s+of\s+(?:all|each|every)\b"
+)
+_TOP_WORDS_ZH = ("最常", "最多", "词频", "詞頻", "高频", "高頻")
+_TOP_K = _english(
+    r"\btop\s+(\d+)|\b(\d+)\s+(?:most\s+(?:common|frequent|used)|commonest)|前\s*(\d+)"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
     """A routing decision. ``labels`` is the requested relation label sequence, if any."""
@@ -121,6 +132,10 @@ class Route:
     labels: tuple[str, ...]
     count_terms: tuple[str, ...]
     wants_top_terms: bool
+    #: How many most frequent words the task asks for ("top 5", "the 10 most common"), if said.
+    top_k: int | None = None
+    #: The count terms were quoted: each counts exactly as written, without inflections.
+    terms_quoted: bool = False
 
 
 def _continues(char: str) -> bool:
@@ -167,14 +182,22 @@ def route_task(task: str, variables: Collection[str], labels: Collection[str]) -
     """Pick the route for ``task`` given the variable names and relation labels in the history."""
     wording = _WORDING.find(task)
     predicate = requested_labels(task, labels)
-    wants_top = bool(re.search(r"\bmost\s+(?:common|frequent)\b|\btop\s+\d+", task, re.I)) or (
-        "最常" in task or "最多" in task
-    )
+    wants_top = bool(_TOP_WORDS.search(task)) or any(cue in task for cue in _TOP_WORDS_ZH)
+    top_match = _TOP_K.search(task)
+    top_k = next((int(n) for n in top_match.groups() if n), None) if top_match else None
 
     def make(route: str, reason: str) -> Route:
-        terms = terms_named_in(task) if route == "count" else ()
+        counting = route == "count"
+        terms = terms_named_in(task) if counting else ()
         return Route(
-            route, reason, wording is not None, predicate, terms, wants_top and route == "count"
+            route,
+            reason,
+            wording is not None,
+            predicate,
+            terms,
+            wants_top and counting,
+            top_k if counting else None,
+            counting and names_quoted_terms(task),
         )
 
     if predicate:

@@ -37,6 +37,7 @@ def source_ledger_rows(
     packed: Packed,
     ranking: SourceRanking | None,
     applied: str,
+    unchanged_reason: str = "history fits the budget: returned unchanged",
 ) -> list[LedgerRow]:
     """One ledger row per source line: its score, whether it was kept and why.
 
@@ -51,7 +52,7 @@ def source_ledger_rows(
     for i in range(total):
         score = scores.get(i, 0.0)
         if applied == "unchanged":
-            reason = "history fits the budget: returned unchanged"
+            reason = unchanged_reason
         elif i in kept:
             reason = (
                 f"BM25 rank {rank_of[i]} (score {score:.3f})"

@@ -137,5 +137,7 @@ def _compiler_room(meter: TokenMeter, tokens: int) -> tuple[Any, int]:
     """The counter and budget to give the compiler for ``tokens`` of the meter."""
     if meter.exact:
         return meter.counter, tokens
-    # The compiler counts lexically; the meter adds its safety factor on top.
-    return "lexical", math.floor(tokens / meter.factor)
+    # The compiler counts with the meter's own counter (lexical, or o200k for a model whose
+    # tokenizer is unpublished); the meter adds its safety factor on top. Counting lexically
+    # under an o200k meter let a memory come out over its budget.
+    return meter.counter, math.floor(tokens / meter.factor)

@@ -658,8 +658,9 @@ class AutomaticChatSession:
                 segments.append(reusable[region])
                 continue
             segment = self._compile(plan, layout, region, task, budget, why)
-            # A memory never costs more than what it replaces: such a region stays raw.
-            if segment.tokens < _raw_tokens(plan, region):
+            # A memory never costs more than what it replaces: such a region stays raw, as does
+            # one the compiler gave back unchanged (nothing in it to compile).
+            if segment.strategy != "unchanged" and segment.tokens < _raw_tokens(plan, region):
                 segments.append(segment)
         if not segments:
             raise Pass("no_shrink", f"{why}; but no memory would be smaller than its history")
@@ -734,27 +735,40 @@ class AutomaticChatSession:
         entries = plan.entries
         started = time.perf_counter()
         focus = entries[layout.tail :] if self.work_query == "task+step" else ()
-        try:
-            memory = build_region_memory(
-                entries[region.start : region.end],
-                kind=region.kind,
-                task=task,
-                focus=focus,
-                later=entries[region.end :],
-                budget=budget,
-                meter=plan.meter,
-                strategy=self.strategy,
-                compiler=self._compiler,
-                first_call_number=1 + sum(len(e.calls) for e in entries[: region.start]),
-                continued=continued,
-            )
-        except Exception as exc:  # fail open: the caller's request must still go out
-            logger.warning("compilation failed; passing through", exc_info=True)
-            raise Pass(
-                "compile_error", f"{why}; compilation failed ({type(exc).__name__}: {exc})"
-            ) from exc
-        item = plan.dialect.memory_item(memory.text, self._memory_role(plan.dialect))
-        entry = read_item(plan.dialect, plan.meter, item, region.start)
+        role = self._memory_role(plan.dialect)
+        # The memory item's framing counts against the budget too, so the text gets what is
+        # left; should the item still come out over (a meter that rounds), the text is rebuilt
+        # smaller by the excess. The segment's tokens never exceed its budget.
+        framing = read_item(plan.dialect, plan.meter, plan.dialect.memory_item("", role), 0).tokens
+        text_budget = max(0, budget - framing)
+        for _ in range(3):
+            try:
+                memory = build_region_memory(
+                    entries[region.start : region.end],
+                    kind=region.kind,
+                    task=task,
+                    focus=focus,
+                    later=entries[region.end :],
+                    budget=text_budget,
+                    meter=plan.meter,
+                    strategy=self.strategy,
+                    compiler=self._compiler,
+                    first_call_number=1 + sum(len(e.calls) for e in entries[: region.start]),
+                    continued=continued,
+                )
+            except Exception as exc:  # fail open: the caller's request must still go out
+                logger.warning("compilation failed; passing through", exc_info=True)
+                raise Pass(
+                    "compile_error", f"{why}; compilation failed ({type(exc).__name__}: {exc})"
+                ) from exc
+            item = plan.dialect.memory_item(memory.text, role)
+            entry = read_item(plan.dialect, plan.meter, item, region.start)
+            if entry.tokens <= budget or text_budget == 0:
+                break
+            # Shrink by the excess, and at least in proportion (a history given back unchanged
+            # only shrinks once the budget is below what it costs).
+            excess = entry.tokens - budget
+            text_budget = max(0, min(text_budget - excess, text_budget * budget // entry.tokens))
         compiled = sum(1 for i in range(region.start, region.end) if not entries[i].kept)
         return Segment(
             region=region,
