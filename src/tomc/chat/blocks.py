@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..budget import default_budget
 from .layout import WORK, Layout, Region
 from .meter import ITEM_OVERHEAD
-from .plan import RequestPlan, Segment
+from .plan import RequestPlan, Segment, raw_tokens
 
 __all__ = ["APPEND_SHARE", "MIN_APPEND_SHARE", "MIN_APPEND_TOKENS", "AppendPlan", "plan_append"]
 
@@ -64,13 +64,12 @@ def plan_append(
         return None
     entries = plan.entries
     region = Region(start, work.end, WORK)
-    size = sum(e.tokens for e in entries[start : work.end] if not e.kept)
+    size = raw_tokens(entries, region)
     if size <= 0 or any(e.blocker and not e.kept for e in entries[start : work.end]):
         return None
     rest = plan.tokens_before - size + ITEM_OVERHEAD
     for segment in frozen:
-        replaced = entries[segment.region.start : segment.region.end]
-        rest += segment.tokens - sum(e.tokens for e in replaced if not e.kept)
+        rest += segment.tokens - raw_tokens(entries, segment.region)
     room = plan.fit_limit - headroom - rest
     budget = min(room, default_budget(size), int(size * APPEND_SHARE))
     if budget < max(MIN_APPEND_TOKENS, int(size * MIN_APPEND_SHARE)):

@@ -18,7 +18,16 @@ from .items import ItemCache
 from .layout import Region
 from .meter import TokenMeter
 
-__all__ = ["Frozen", "Pass", "RequestPlan", "Segment", "share", "view", "view_entries"]
+__all__ = [
+    "Frozen",
+    "Pass",
+    "RequestPlan",
+    "Segment",
+    "raw_tokens",
+    "share",
+    "view",
+    "view_entries",
+]
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,11 @@ class Pass(Exception):
         super().__init__(reason)
         self.code = code
         self.reason = reason
+
+
+def raw_tokens(entries: Sequence[Entry], region: Region) -> int:
+    """What the entries a memory of ``region`` replaces cost raw (kept items stay)."""
+    return sum(e.tokens for e in entries[region.start : region.end] if not e.kept)
 
 
 def share(total: int, wanted: Sequence[int]) -> list[int]:

@@ -30,7 +30,7 @@ from .layout import HISTORY, Layout, Region, plan_layout
 from .memory import CONTINUED_PREFIX, build_region_memory
 from .meter import ITEM_OVERHEAD, TokenMeter, meter_for
 from .native import NativeEvent, NativeState, read_native_event
-from .plan import Frozen, Pass, RequestPlan, Segment, share, view_entries
+from .plan import Frozen, Pass, RequestPlan, Segment, raw_tokens, share, view_entries
 from .plan import view as build_view
 from .profiles import ModelProfile, ProfileTable, effective_window
 
@@ -573,15 +573,10 @@ class AutomaticChatSession:
         big tool outputs in the raw tail would otherwise fill the window right after a build,
         and every request would rebuild (a cache miss each)."""
         entries = plan.entries
-        want = int(min(0.9, WHOLE_BUILD_HEADROOM * self.growth_headroom) * plan.fit_limit)
+        want = self._headroom(plan, whole=True)
         layout = plan_layout(entries, self.keep_recent_messages)
         for keep in range(self.keep_recent_messages - 2, self.min_recent_messages - 1, -2):
-            raw = plan.tokens_before - sum(
-                entries[i].tokens
-                for r in layout.regions
-                for i in range(r.start, r.end)
-                if not entries[i].kept
-            )
+            raw = plan.tokens_before - sum(raw_tokens(entries, r) for r in layout.regions)
             if raw + MIN_BUDGET + want <= plan.fit_limit:
                 break
             shorter = plan_layout(entries, keep)
@@ -589,6 +584,14 @@ class AutomaticChatSession:
                 continue
             layout = shorter
         return layout
+
+    def _headroom(self, plan: RequestPlan, *, whole: bool = False) -> int:
+        """Tokens left free after an append (``growth_headroom``), or after a whole build
+        (:data:`WHOLE_BUILD_HEADROOM` times that, at most 90% of the prompt budget)."""
+        fraction = self.growth_headroom
+        if whole:
+            fraction = min(0.9, WHOLE_BUILD_HEADROOM * fraction)
+        return int(fraction * plan.fit_limit)
 
     def _append(
         self, plan: RequestPlan, layout: Layout, task: str, explicit: int | None, why: str
@@ -598,8 +601,7 @@ class AutomaticChatSession:
         frozen = self._frozen
         if frozen is None or explicit is not None or self._stale(frozen, plan, explicit):
             return None
-        headroom = int(self.growth_headroom * plan.fit_limit)
-        append = plan_append(plan, layout, frozen.segments, headroom)
+        append = plan_append(plan, layout, frozen.segments, self._headroom(plan))
         if append is None:
             return None
         block = self._compile(plan, layout, append.region, task, append.budget, why, True)
@@ -611,7 +613,7 @@ class AutomaticChatSession:
             block = self._shrunk(plan, layout, block, view_tokens - plan.fit_limit, task, why)
             segments = (*append.kept, block)
             view, view_tokens = build_view(plan, segments)
-        if view_tokens > plan.fit_limit or block.tokens >= _raw_tokens(plan, append.region):
+        if view_tokens > plan.fit_limit or block.tokens >= raw_tokens(plan.entries, append.region):
             return None
         return segments, view, view_tokens
 
@@ -660,7 +662,7 @@ class AutomaticChatSession:
             segment = self._compile(plan, layout, region, task, budget, why)
             # A memory never costs more than what it replaces: such a region stays raw, as does
             # one the compiler gave back unchanged (nothing in it to compile).
-            if segment.strategy != "unchanged" and segment.tokens < _raw_tokens(plan, region):
+            if segment.strategy != "unchanged" and segment.tokens < raw_tokens(entries, region):
                 segments.append(segment)
         if not segments:
             raise Pass("no_shrink", f"{why}; but no memory would be smaller than its history")
@@ -686,10 +688,7 @@ class AutomaticChatSession:
         )
         memory_overhead = ITEM_OVERHEAD * len(layout.regions)
         available = plan.fit_limit - (plan.tokens_before - inside) - instructions - memory_overhead
-        sizes = [
-            sum(entries[i].tokens for i in range(r.start, r.end) if not entries[i].kept)
-            for r in layout.regions
-        ]
+        sizes = [raw_tokens(entries, r) for r in layout.regions]
         if explicit:
             wanted = [max(1, explicit * size // max(1, sum(sizes))) for size in sizes]
         else:
@@ -700,13 +699,11 @@ class AutomaticChatSession:
             for segment in frozen.segments:
                 if segment.region.kind == HISTORY and segment.region in layout.regions:
                     reusable[segment.region] = segment
-        # A whole build leaves twice the headroom: room for the raw steps still to come and
-        # for the blocks appended after it before the next whole build.
-        # A tight window gets what it can: the single headroom, else at least MIN_BUDGET.
-        headroom = int(self.growth_headroom * plan.fit_limit)
+        # A whole build leaves its larger headroom (room for the raw steps still to come and the
+        # blocks appended before the next whole build); a tight window gets what it can: the
+        # single headroom, else at least MIN_BUDGET.
         room = min(available, MIN_BUDGET)
-        whole = int(min(0.9, WHOLE_BUILD_HEADROOM * self.growth_headroom) * plan.fit_limit)
-        for leave in (whole, headroom):
+        for leave in (self._headroom(plan, whole=True), self._headroom(plan)):
             if available - leave >= MIN_BUDGET:
                 room = available - leave
                 break
@@ -822,11 +819,6 @@ def _raw_after_change(entries: Sequence[Entry], segments: Sequence[Segment]) -> 
         position = region.end
     out.extend(entries[position:])
     return out
-
-
-def _raw_tokens(plan: RequestPlan, region: Region) -> int:
-    """What the entries a memory of ``region`` replaces cost raw."""
-    return sum(e.tokens for e in plan.entries[region.start : region.end] if not e.kept)
 
 
 def _task_text(entries: Sequence[Entry], layout: Layout) -> str:
