@@ -82,8 +82,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from fake_providers import _messages_problem, _responses_problem, serve_in_thread
-from fake_wire import sse
+from fake_providers import _messages_problem, _responses_problem, read_request, serve_in_thread
+from fake_wire import Reply, response_object, sse
 
 __all__ = [
     "BINDING_BETA",
@@ -157,6 +157,18 @@ def count_tokens(text: str) -> int:
     with _COUNT_LOCK:
         _COUNTS[key] = value
     return value
+
+
+def _exec_call(n: int, source: str) -> dict[str, Any]:
+    """Codex's code-mode tool call: ``source`` run by its ``exec`` tool."""
+    return {
+        "id": f"ctc_up{n:06d}",
+        "type": "custom_tool_call",
+        "status": "completed",
+        "call_id": f"call_up{n:06d}",
+        "name": "exec",
+        "input": source,
+    }
 
 
 def _strip_cache_control(value: Any) -> Any:
@@ -387,14 +399,7 @@ class AgentUpstream:
     # ------------------------------------------------------------------ handling
 
     async def _handle(self, request: Request) -> Response:
-        raw = await request.body()
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        headers: dict[str, str] = {}
-        for name, value in request.headers.items():
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        raw, body, headers = await read_request(request)
         path = request.url.path
         api = (
             "anthropic" if "/messages" in path else "openai" if path.startswith("/v1/") else "other"
@@ -673,16 +678,7 @@ class AgentUpstream:
                 f"const r = await tools.{call[0]}({json.dumps(call[1], ensure_ascii=False)});\n"
                 "text(JSON.stringify(r));\n"
             )
-            items.append(
-                {
-                    "id": f"ctc_up{n:06d}",
-                    "type": "custom_tool_call",
-                    "status": "completed",
-                    "call_id": f"call_up{n:06d}",
-                    "name": "exec",
-                    "input": source,
-                }
-            )
+            items.append(_exec_call(n, source))
         elif convo.steps_issued < self.script.steps:
             convo.steps_issued += 1
             step = record.step = convo.steps_issued
@@ -691,16 +687,7 @@ class AgentUpstream:
                 f'const r = await tools.exec_command({{cmd: "cat {self.script.file_name(step)}", '
                 "max_output_tokens: 20000});\ntext(r.output);\n"
             )
-            items.append(
-                {
-                    "id": f"ctc_up{n:06d}",
-                    "type": "custom_tool_call",
-                    "status": "completed",
-                    "call_id": f"call_up{n:06d}",
-                    "name": "exec",
-                    "input": source,
-                }
-            )
+            items.append(_exec_call(n, source))
         else:
             convo.finals += 1
             record.final = True
@@ -1064,34 +1051,10 @@ def _reasoning_item(n: int, summary: str) -> dict[str, Any]:
 def _response_object(
     body: Mapping[str, Any], n: int, items: list[dict[str, Any]], usage: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    done = usage is not None
-    return {
-        "id": f"resp_up{n:06d}",
-        "object": "response",
-        "created_at": CREATED + n,
-        "status": "completed" if done else "in_progress",
-        "completed_at": CREATED + n + 1 if done else None,
-        "error": None,
-        "incomplete_details": None,
-        "instructions": body.get("instructions"),
-        "max_output_tokens": body.get("max_output_tokens"),
-        "model": body.get("model", ""),
-        "output": items if done else [],
-        "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "previous_response_id": None,
-        "prompt_cache_key": body.get("prompt_cache_key"),
-        "reasoning": body.get("reasoning") or {"effort": None, "summary": None},
-        "service_tier": "default",
-        "store": body.get("store", True),
-        "temperature": 1.0,
-        "text": body.get("text") or {"format": {"type": "text"}},
-        "tool_choice": body.get("tool_choice", "auto"),
-        "tools": body.get("tools") or [],
-        "top_p": 1.0,
-        "truncation": "disabled",
-        "usage": usage,
-        "metadata": {},
-    }
+    """The fake provider's Response object, with this upstream's ids and its own usage."""
+    status = "completed" if usage is not None else "in_progress"
+    response = response_object(body, n, Reply(), status=status, output=items)
+    return {**response, "id": f"resp_up{n:06d}", "usage": usage}
 
 
 def _responses_events(body: Mapping[str, Any], final: Mapping[str, Any]) -> list[bytes]:

@@ -52,6 +52,20 @@ PREFIXES = ("/v1", "/backend-api/codex")
 DEFAULT_MODELS = ("gpt-5.3-codex", "gpt-4o", "claude-opus-4-8", "claude-sonnet-4-6")
 
 
+async def read_request(request: Request) -> tuple[bytes, Any, dict[str, str]]:
+    """A request's raw body, its JSON (``None`` when it is not JSON) and its headers, repeated
+    ones joined with ", "."""
+    raw = await request.body()
+    try:
+        body = json.loads(raw) if raw else None
+    except ValueError:
+        body = None
+    headers: dict[str, str] = {}
+    for name, value in request.headers.items():
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return raw, body, headers
+
+
 def serve_in_thread(
     app: Any, sock: socket.socket, name: str
 ) -> tuple[uvicorn.Server, threading.Thread]:
@@ -218,14 +232,7 @@ class FakeProvider:
     # ------------------------------------------------------------------ handling
 
     async def _handle(self, request: Request) -> Response:
-        raw = await request.body()
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        headers: dict[str, str] = {}
-        for name, value in request.headers.items():
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        raw, body, headers = await read_request(request)
         with self._lock:
             reply = self._queue.popleft() if self._queue else self.reply
             record = Recorded(

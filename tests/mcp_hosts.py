@@ -15,14 +15,20 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agent_upstream import AgentRequest, AgentUpstream, McpScript
-from real_agents import _base_env, _codex_config, _temp_root, agent_binary, tomc_binary
+from real_agents import (
+    _base_env,
+    _codex_config,
+    _temp_root,
+    agent_binary,
+    run_command,
+    tomc_binary,
+)
 
 __all__ = [
     "CLAUDE_README_COMMAND",
@@ -115,25 +121,7 @@ def run_mcp_session(agent: str, script: McpScript, *, timeout_s: float = 120.0) 
                 (home / ".codex").mkdir()
                 (home / ".codex" / "config.toml").write_text(registration)
                 command = [binary, "exec", "--skip-git-repo-check", "-C", str(work), script.task()]
-            started = time.monotonic()
-            try:
-                done = subprocess.run(
-                    command,
-                    cwd=work,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=timeout_s,
-                    check=False,
-                )
-                exit_code: int | None = done.returncode
-                stdout = done.stdout.decode("utf-8", "replace")
-                stderr = done.stderr.decode("utf-8", "replace")
-            except subprocess.TimeoutExpired as exc:
-                exit_code = None
-                stdout = (exc.stdout or b"").decode("utf-8", "replace")
-                stderr = (exc.stderr or b"").decode("utf-8", "replace") + "\n[timed out]"
-            seconds = time.monotonic() - started
+            exit_code, stdout, stderr, seconds = run_command(command, work, env, timeout_s)
             requests = list(upstream.requests)
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -33,7 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_upstream import FINAL_MARK, AgentRequest, AgentUpstream, Script, write_workspace
+from agent_upstream import (
+    FINAL_MARK,
+    AgentRequest,
+    AgentUpstream,
+    Script,
+    write_workspace,
+)
 
 __all__ = [
     "AGENTS",
@@ -323,6 +329,35 @@ def _wait_answering(url: str, process: subprocess.Popen[bytes], timeout: float =
     raise RuntimeError("the gateway did not answer in time")
 
 
+def run_command(
+    command: Sequence[str], cwd: Path, env: Mapping[str, str], timeout_s: float
+) -> tuple[int | None, str, str, float]:
+    """Run an agent's command without standard input: ``(exit code or None on a timeout,
+    stdout, stderr, seconds)``."""
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            list(command),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+        )
+        code: int | None = done.returncode
+        stdout, stderr, tail = done.stdout, done.stderr, ""
+    except subprocess.TimeoutExpired as exc:
+        code, stdout, stderr, tail = None, exc.stdout or b"", exc.stderr or b"", "\n[timed out]"
+    seconds = time.monotonic() - started
+    return (
+        code,
+        stdout.decode("utf-8", "replace"),
+        stderr.decode("utf-8", "replace") + tail,
+        seconds,
+    )
+
+
 #: Extra ``tomc gateway serve`` flags (``["--verbose"]`` logs every decision in the run's log).
 GATEWAY_FLAGS: list[str] = []
 #: Extra ``tomc run`` options (``["--context-target", "30000"]``), for measurements.
@@ -406,25 +441,7 @@ def run_session(
             _wait_answering(f"http://127.0.0.1:{port}/healthz", gateway)
             env[f"TOMC_{agent.upper()}_BIN"] = binary
             command = [tomc, "run", "--port", str(port), *RUN_FLAGS, agent, *agent_argv]
-        started = time.monotonic()
-        try:
-            process = subprocess.run(
-                command,
-                cwd=work,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=timeout_s,
-                check=False,
-            )
-            exit_code: int | None = process.returncode
-            stdout = process.stdout.decode("utf-8", "replace")
-            stderr = process.stderr.decode("utf-8", "replace")
-        except subprocess.TimeoutExpired as exc:
-            exit_code = None
-            stdout = (exc.stdout or b"").decode("utf-8", "replace")
-            stderr = (exc.stderr or b"").decode("utf-8", "replace") + "\n[timed out]"
-        seconds = time.monotonic() - started
+        exit_code, stdout, stderr, seconds = run_command(command, work, env, timeout_s)
         if gateway is not None:
             try:
                 status = _get_json(f"http://127.0.0.1:{port}/status.json")
@@ -526,11 +543,3 @@ def protected_parts(result: RunResult, request: AgentRequest) -> dict[str, Any]:
                 break
         parts = {"instructions": body.get("instructions"), "tools": body.get("tools"), "head": head}
     return result.normalise(parts)
-
-
-def _strip_cache_control(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_strip_cache_control(v) for v in value]
-    return value

@@ -18,16 +18,8 @@ import pytest
 import tomc
 from tomc.web.app import load_example
 from tomc.web.server import make_server
+from web_screenshot import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 LAPTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
