@@ -758,9 +758,8 @@ def _dialects(text: str) -> tuple[str, ...]:
 
 def _hide_bpe_from_sessions() -> None:
     """Make the sessions' meter find no BPE vocabulary, as on an install without the extra."""
-    from tomc.chat import meter
-    from tomc.errors import CounterUnavailableError
-
+    from tomc._core.errors import CounterUnavailableError
+    from tomc.chat import _meter as meter
     def unavailable(encoding: str) -> Any:
         raise CounterUnavailableError(f"bpe:{encoding} hidden by --without-bpe")
 

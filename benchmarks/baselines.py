@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tomc.counters import LexicalCounter
+from tomc._core.tokens import LexicalCounter
 
 _COUNTER = LexicalCounter()
 

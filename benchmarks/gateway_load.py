@@ -33,8 +33,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from tomc.gateway.settings import GatewaySettings, save_settings
-from tomc.web.server import InspectorServer
+from tomc._gateway.settings import GatewaySettings, save_settings
+from tomc.web._server import InspectorServer
 
 EVENT_GAP_S = 0.005
 MODEL = os.environ.get("TOMC_BENCH_MODEL", "gpt-4o")

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from tomc.progress import Progress, is_terminal
+from tomc._progress import Progress, is_terminal
 
 __all__ = ["DATA_DIR", "data_file", "is_terminal", "reporter", "say", "step", "tqdm"]
 

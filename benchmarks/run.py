@@ -29,7 +29,7 @@ from benchmarks import baselines, locomo, workloads
 
 # tqdm here is tqdm's bar on a terminal and plain progress lines otherwise.
 from benchmarks.progress import DATA_DIR, reporter, say, step, tqdm
-from tomc.lexicon import LEXICAL_PATTERN
+from tomc._core.lexicon import LEXICAL_PATTERN
 
 OUT = Path(__file__).resolve().parent
 STRATEGIES = ("tomc", "tomc_raw", "rag", "auto")

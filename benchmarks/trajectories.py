@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.progress import data_file
-from tomc.extras import install_hint
+from tomc._core.extras import install_hint
 
 DEFAULT_DATA = data_file("agent_trajectories.jsonl.gz")
 

@@ -11,6 +11,8 @@ import httpx2
 import openai
 
 from fake_providers import FakeProvider
+from tomc.chat._conversation import Entry
+from tomc.chat.dialects import DIALECTS
 
 SYSTEM = {"role": "system", "content": "You are a careful build engineer. Answer briefly."}
 
@@ -57,9 +59,9 @@ def agent_history(turns: int, *, calls: int = 2, lines: int = 6) -> list[dict[st
 
 def history_tokens(history: list[dict[str, Any]]) -> int:
     """What a session counts for these messages (model without a published tokenizer)."""
+    from tomc.chat._items import read_item
+    from tomc.chat._meter import meter_for
     from tomc.chat.dialects import DIALECTS
-    from tomc.chat.items import read_item
-    from tomc.chat.meter import meter_for
 
     meter = meter_for(None)
     return sum(
@@ -91,3 +93,22 @@ class SpyClient:
         result = self.inner.chat.completions.create(**kwargs)
         self.returned.append(result)
         return result
+
+
+def entries_of(history: list[dict]) -> list[Entry]:
+    return [DIALECTS["chat"].read(message, i)[0] for i, message in enumerate(history)]
+
+
+def groups_of(history: list[dict]) -> list[tuple[int, int]]:
+    """(start, end) of every assistant tool_calls message and the tool results after it."""
+    spans, index = [], 0
+    while index < len(history):
+        if history[index].get("tool_calls"):
+            end = index + 1
+            while end < len(history) and history[end]["role"] == "tool":
+                end += 1
+            spans.append((index, end))
+            index = end
+        else:
+            index += 1
+    return spans

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tomc.gateway.health import probe
-from tomc.gateway.leases import read_run_gateway
-from tomc.gateway.settings import gateway_dir
+from tomc._gateway.local.health import probe
+from tomc._gateway.local.leases import read_run_gateway
+from tomc._gateway.settings import gateway_dir
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 SERVE = (sys.executable, "-m", "tomc", "gateway", "serve")

@@ -9,9 +9,9 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from tomc.lexicon import CJK_CHAR, WORD_PATTERN, inflections, stem, word_tokens
-from tomc.operations import Copy, Relation, Set
-from tomc.result import UNKNOWN
+from tomc._core.lexicon import CJK_CHAR, WORD_PATTERN, inflections, stem, word_tokens
+from tomc._core.operations import Copy, Relation, Set
+from tomc._core.result import UNKNOWN
 
 
 def reference_state(
@@ -103,7 +103,7 @@ def reference_counts(
     """``(occurrences, units containing it)`` of one term.
 
     A CJK term counts substrings; a single word counts equal word tokens (with ``inflect``,
-    tokens that are any of its :func:`tomc.lexicon.inflections`); anything else (a hyphenated
+    tokens that are any of its :func:`tomc._core.lexicon.inflections`); anything else (a hyphenated
     word, a phrase, a term with punctuation) counts whole-word phrase occurrences.
     """
     occurrences = 0
@@ -125,7 +125,7 @@ def reference_counts(
 def reference_top_terms(texts: Sequence[str], k: int) -> list[tuple[str, int, tuple[int, ...]]]:
     """The ``k`` most frequent content words (ties alphabetical), each with its occurrences
     and lines, by counting every word of every line."""
-    from tomc.lexicon import is_content_word
+    from tomc._core.lexicon import is_content_word
 
     words = sorted(
         {

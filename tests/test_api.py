@@ -65,7 +65,7 @@ def _modules_after(code: str) -> dict[str, bool]:
     probe = (
         f"import sys; {code}; import json; "
         "print(json.dumps({m: m in sys.modules for m in "
-        "('sqlite3', 'tomc.chat', 'tomc.notebooks', 'starlette', 'uvicorn', 'mcp')}))"
+        "('sqlite3', 'tomc.chat', 'tomc._notebooks', 'starlette', 'uvicorn', 'mcp')}))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
@@ -81,7 +81,7 @@ def test_import_tomc_stays_light() -> None:
 
 def test_lazy_attributes_load_on_first_use() -> None:
     loaded = _modules_after("import tomc; tomc.NotebookStore; tomc.AutomaticChatSession")
-    assert loaded["sqlite3"] and loaded["tomc.notebooks"] and loaded["tomc.chat"]
+    assert loaded["sqlite3"] and loaded["tomc._notebooks"] and loaded["tomc.chat"]
     assert not loaded["starlette"] and not loaded["uvicorn"]
-    assert tomc.NotebookStore.__module__ == "tomc.notebooks"
+    assert tomc.NotebookStore.__module__ == "tomc._notebooks"
     assert "NotebookStore" in dir(tomc)

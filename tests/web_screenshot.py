@@ -62,7 +62,7 @@ def capture(output: Path, *, browser=None) -> Path:
                 return capture(output, browser=chromium)
             finally:
                 chromium.close()
-    from tomc.web.server import make_server
+    from tomc.web._server import make_server
 
     with make_server("127.0.0.1", 0, quiet=True) as server:
         context = browser.new_context(viewport=VIEWPORT)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .budget import default_budget
-from .compiler import CAPS, RECORD_SHARE, STRATEGIES, compile_memory
-from .counters import BpeCounter, LexicalCounter, TokenCounter, get_counter
-from .errors import (
+from ._core.budget import default_budget
+from ._core.compiler import CAPS, RECORD_SHARE, STRATEGIES, compile_memory
+from ._core.errors import (
     BudgetError,
     CompiledMemoryRefusedError,
     CounterUnavailableError,
@@ -26,12 +25,13 @@ from .errors import (
     TomcError,
     UnsupportedClientError,
 )
-from .result import UNKNOWN, CompileResult, LedgerRow, SourceUnit
-from .sources import MAX_INTERACTIVE_CHARS, MAX_TASK_CHARS, check_interactive_size
+from ._core.result import UNKNOWN, CompileResult, LedgerRow, SourceUnit
+from ._core.sources import MAX_INTERACTIVE_CHARS, MAX_TASK_CHARS, check_interactive_size
+from ._core.tokens import BpeCounter, LexicalCounter, TokenCounter, get_counter
 
 if TYPE_CHECKING:
+    from ._notebooks import NotebookStore
     from .chat import AutomaticChatSession
-    from .notebooks import NotebookStore
 
 __version__ = "0.1.0"
 
@@ -69,7 +69,7 @@ __all__ = [
 
 # Loaded on first use: `import tomc` stays light (no sqlite3, no chat package) for a caller who
 # only compiles.
-_LAZY = {"AutomaticChatSession": ".chat", "NotebookStore": ".notebooks"}
+_LAZY = {"AutomaticChatSession": ".chat", "NotebookStore": "._notebooks"}
 
 
 def __getattr__(name: str) -> Any:

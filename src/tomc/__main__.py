@@ -1,5 +1,5 @@
 """``python -m tomc``: the same command line as ``tomc``."""
 
-from .cli import main
+from ._cli import main
 
 main()

@@ -7,11 +7,11 @@ This package depends on the core compiler, never the other way round.
 
 from __future__ import annotations
 
-from .decision import CODES, Decision
-from .dialects.chat_completions import check_tool_pairing
-from .native import NativeEvent
-from .profiles import ModelProfile
-from .session import AutomaticChatSession, PreparedRequest
+from ._decision import CODES, Decision
+from ._native import NativeEvent
+from ._profiles import ModelProfile
+from ._session import AutomaticChatSession, PreparedRequest
+from .dialects._chat_completions import check_tool_pairing
 
 __all__ = [
     "CODES",

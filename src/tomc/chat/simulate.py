@@ -22,12 +22,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .dialects.base import as_mapping
-from .dialects.chat_completions import ChatCompletions
-from .items import read_item
-from .meter import meter_for
-from .session import AutomaticChatSession
-from .workloads import Workload, agent_workload, locomo_workloads
+from ._items import read_item
+from ._meter import meter_for
+from ._session import AutomaticChatSession
+from ._workloads import Workload, agent_workload, locomo_workloads
+from .dialects._base import as_mapping
+from .dialects._chat_completions import ChatCompletions
 
 __all__ = ["POLICIES", "PolicyResult", "SimulationReport", "default_workloads", "simulate"]
 

@@ -6,7 +6,7 @@ routes, to mount in a larger local app); :func:`make_server` binds it with uvico
 
 from __future__ import annotations
 
-from .app import create_app, inspector_routes
-from .server import InspectorServer, make_server, serve
+from ._app import create_app, inspector_routes
+from ._server import InspectorServer, make_server, serve
 
 __all__ = ["InspectorServer", "create_app", "inspector_routes", "make_server", "serve"]

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...errors import InvalidOptionError
-from .anthropic_messages import AnthropicMessages
-from .base import Dialect, PassThrough
-from .chat_completions import ChatCompletions
-from .openai_responses import OpenAIResponses
+from ..._core.errors import InvalidOptionError
+from ._anthropic_messages import AnthropicMessages
+from ._base import Dialect, PassThrough
+from ._chat_completions import ChatCompletions
+from ._openai_responses import OpenAIResponses
 
 __all__ = ["DIALECTS", "Dialect", "PassThrough", "dialect_for"]
 

@@ -1,0 +1,356 @@
+"""The ``tomc`` command line: a thin layer over :mod:`tomc._service`.
+
+Errors are reported through :func:`tomc._service.report_error`: a message on stderr and the exit
+code of the service's error table (1 refused input, 3 environment, 4 a bug; 2 is click's usage
+error), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+import click
+
+from . import __version__
+from ._core.compiler import STRATEGIES
+from ._core.errors import InputTooLargeError
+from ._core.extras import install_hint
+from ._core.sources import MAX_INTERACTIVE_CHARS
+from ._service import (
+    DEFAULT_COUNTER,
+    DEFAULT_STRATEGY,
+    CompileRequest,
+    compile_request,
+    explain_empty,
+    report_error,
+)
+
+__all__ = ["main"]
+
+
+def _fail(exc: Exception, doing: str) -> NoReturn:
+    report = report_error(exc, doing, detail=True)
+    message = report.message
+    if isinstance(exc, InputTooLargeError) and exc.what == "history":
+        message += " (or pass --max-chars 0)"
+    error = click.ClickException(message)
+    error.exit_code = report.exit_code
+    raise error from None
+
+
+@contextmanager
+def _reported(doing: str) -> Iterator[None]:
+    """Report any exception of the block as a message and an exit code, not a traceback."""
+    try:
+        yield
+    except (click.ClickException, click.exceptions.Exit, click.Abort):
+        raise
+    except Exception as exc:
+        _fail(exc, doing)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tomc")
+def main() -> None:
+    """TOMC compiles long LLM histories into a compact, auditable memory."""
+
+
+@main.command("compile")
+@click.argument("source", type=click.File("rb"), default="-")
+@click.option("--task", "-t", required=True, help="The question or instruction the memory is for.")
+@click.option(
+    "--budget",
+    "-b",
+    type=int,
+    default=None,
+    help="Memory budget in tokens (default: 80%→60% of the input).",
+)
+@click.option(
+    "--strategy", "-s", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY, show_default=True
+)
+@click.option(
+    "--counter",
+    "-c",
+    default=DEFAULT_COUNTER,
+    show_default=True,
+    help="lexical, bpe:o200k_base or bpe:cl100k_base.",
+)
+@click.option("--uncapped", is_flag=True, help="Ignore the row caps (comparison mode).")
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=0),
+    default=MAX_INTERACTIVE_CHARS,
+    show_default=True,
+    help="Refuse a longer history; 0 for no limit (the task's own limit is lifted too).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
+@click.option("--inspect", "as_inspect", is_flag=True, help="Print the memory, then the inspector.")
+def compile_command(
+    source, task, budget, strategy, counter, uncapped, max_chars, as_json, as_inspect
+) -> None:
+    """Compile SOURCE (a file, or - for stdin) for a task and print the memory.
+
+    SOURCE is plain text (one source line per nonempty line) or a JSON list of chat messages.
+    An empty memory prints nothing and says why on stderr.
+    """
+    data = source.read()
+    try:
+        raw = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{getattr(source, 'name', 'input')} is not UTF-8 text (byte {exc.start}); "
+            "TOMC compiles text histories"
+        ) from None
+    with _reported("compiling the history"):
+        request = CompileRequest(
+            history=raw,
+            task=task,
+            budget_tokens=budget,
+            strategy=strategy,
+            counter=counter,
+            uncapped=uncapped,
+        )
+        result = compile_request(request, max_chars=max_chars or None).result
+        if as_json:
+            output = json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n"
+        elif as_inspect:
+            output = result.inspect()  # the memory under its heading, then why
+        else:
+            output = result.compiled_memory
+    # Bytes, so a lone surrogate from a JSON chat list is written, not a UnicodeEncodeError.
+    click.echo(output.encode("utf-8", "backslashreplace"), nl=False)
+    empty = explain_empty(result)
+    if empty:
+        click.echo(f"tomc: {empty}", err=True)
+
+
+@main.command("serve")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to bind; anything but loopback exposes the inspector to the network.",
+)
+@click.option("--port", "-p", type=click.IntRange(0, 65535), default=8765, show_default=True)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests for this Host name ('*': any). Loopback names always work; "
+    "others are refused so that no web page can reach the inspector through DNS rebinding.",
+)
+@click.option("--verbose", "-v", is_flag=True, help="Log every request, not only errors.")
+def serve_command(host: str, port: int, allow_hosts: tuple[str, ...], verbose: bool) -> None:
+    """Serve the web source inspector: paste a history, see what is kept and why."""
+    from .web._server import serve  # lazy: the other commands never pay for the web module
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: serving on {host}; anyone who can reach it can use it", err=True)
+    try:
+        serve(host, port, verbose=verbose, allowed_hosts=allow_hosts)
+    except OSError as exc:  # port taken, address not available
+        reason = exc.strerror or exc
+        raise click.ClickException(f"cannot serve on {host}:{port}: {reason}") from None
+
+
+_HOME_OPTION = click.option(
+    "--home",
+    type=click.Path(),
+    envvar="TOMC_HOME",
+    default=None,
+    help="Notebook store directory (default: $TOMC_HOME, else the user data directory).",
+)
+
+
+@main.command("mcp")
+@_HOME_OPTION
+def mcp_command(home: str | None) -> None:
+    """Run the MCP server over stdio (for Claude Code, Codex and other MCP hosts)."""
+    from importlib.util import find_spec
+
+    if find_spec("mcp") is None:  # found, not imported: the SDK loads while the handshake runs
+        raise click.ClickException(
+            f"the MCP server needs the optional mcp extra: {install_hint('mcp')}"
+        )
+    from ._mcp.stdio import serve  # answers the handshake while the SDK loads
+
+    serve(home)
+
+
+@main.group("notebook")
+@_HOME_OPTION
+@click.pass_context
+def notebook_group(ctx: click.Context, home: str | None) -> None:
+    """Save, list, show, delete or export notebooks (the store the MCP server uses)."""
+    from ._notebooks import NotebookStore
+
+    ctx.obj = NotebookStore(home)
+
+
+@notebook_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def notebook_list_command(store, as_json: bool) -> None:
+    """List notebooks with entry counts, sizes and last write time (UTC)."""
+    with _reported("listing notebooks"):
+        infos = store.list()
+    if as_json:
+        data = {"store": str(store.path), "notebooks": [i.to_dict() for i in infos]}
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    if not infos:
+        click.echo(f"no notebooks in {store.path}", err=True)
+        return
+    for info in infos:
+        click.echo(f"{info.name}\t{info.entries} entries\t{info.chars} chars\t{info.updated_at}")
+
+
+@notebook_group.command("save")
+@click.argument("name")
+@click.argument("source", type=click.File("rb"), default="-", metavar="[FILE|-]")
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Make this text the notebook's only entry (default: append a new entry).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the saved entry as JSON.")
+@click.pass_obj
+def notebook_save_command(store, name: str, source, replace: bool, as_json: bool) -> None:
+    """Save original history text from FILE (or - / stdin) to notebook NAME.
+
+    The text is stored byte for byte as a new entry (created if NAME is new); --replace makes
+    it the only entry. The same checks as the MCP tool notebook_save apply: a valid name,
+    UTF-8 text that is not blank, no NUL byte, not a memory TOMC compiled, and a notebook that
+    stays recallable (at most 200,000 characters in all).
+    """
+    with _reported(f"saving to notebook {name!r}"):
+        store.check_name(name)  # before waiting for text that could not be saved anyway
+    if source.isatty():
+        click.echo("tomc: reading the text to save from stdin; end it with Ctrl-D", err=True)
+    data = source.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{getattr(source, 'name', 'input')} is not UTF-8 text (byte {exc.start}); "
+            "notebooks keep text histories"
+        ) from None
+    mode = "replace" if replace else "append"
+    try:
+        with _reported(f"saving to notebook {name!r}"):
+            entry = store.save(name, text, mode)
+            info = store.info(name)
+    except click.ClickException as error:
+        # The store's advice names the MCP tool's argument; on the command line it is a flag.
+        error.message = error.message.replace("mode='replace'", "--replace")
+        raise
+    if as_json:
+        data = {
+            "name": name,
+            "mode": mode,
+            **{key: value for key, value in entry.to_dict().items() if key != "text"},
+            "notebook": info.to_dict(),
+        }
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+        return
+    done = "replaced" if replace else "saved"
+    entries = f"{info.entries} entries" if info.entries != 1 else "1 entry"
+    click.echo(
+        f"{done} {name} entry {entry.seq} ({entry.chars:,} chars); the notebook now has "
+        f"{entries}, {info.chars:,} chars",
+        err=True,
+    )
+
+
+@notebook_group.command("show")
+@click.argument("name")
+@click.option("--entries", "as_entries", is_flag=True, help="Print entries as JSON, with metadata.")
+@click.pass_obj
+def notebook_show_command(store, name: str, as_entries: bool) -> None:
+    """Print notebook NAME's stored text exactly as saved (entries joined by newlines)."""
+    with _reported(f"reading notebook {name!r}"):
+        if as_entries:
+            entries = [entry.to_dict() for entry in store.entries(name)]
+            click.echo(json.dumps(entries, ensure_ascii=False, indent=2))
+            return
+        text = store.text(name)
+    # Bytes go to the binary stream: text mode could translate line endings on some platforms
+    # and break the verbatim guarantee.
+    click.echo(text.encode("utf-8"), nl=False)
+
+
+@notebook_group.command("delete")
+@click.argument("name")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+def notebook_delete_command(store, name: str, yes: bool) -> None:
+    """Delete notebook NAME and all its entries."""
+    with _reported(f"deleting notebook {name!r}"):
+        info = store.info(name)
+        if not yes:
+            click.confirm(f"delete notebook {name!r} ({info.entries} entries)?", abort=True)
+        removed = store.delete(name)
+    click.echo(f"deleted {name} ({removed} entries)", err=True)
+
+
+@notebook_group.command("export")
+@click.argument("names", nargs=-1)
+@click.option("--output", "-o", type=click.File("w", encoding="utf-8"), default="-")
+@click.pass_obj
+def notebook_export_command(store, names: tuple[str, ...], output) -> None:
+    """Export notebooks NAMES (default: all) as JSON, every entry verbatim with metadata."""
+    with _reported("exporting notebooks"):
+        data = store.export(list(names) or None)
+    output.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+@main.command("simulate")
+@click.option("--quick", is_flag=True, help="Smaller workloads (about half a minute).")
+@click.option(
+    "--locomo",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="A LoCoMo JSON file to replay as chats too (read at run time; the benchmark suite "
+    "passes it). Without it only the synthetic agent sessions run.",
+)
+# Kept so older scripts still run: without --locomo nothing is replayed anyway.
+@click.option("--no-locomo", is_flag=True, hidden=True)
+@click.option("--json", "as_json", is_flag=True, help="Print rows, goals and notes as JSON.")
+def simulate_command(quick: bool, locomo: str | None, no_locomo: bool, as_json: bool) -> None:
+    """Price full history, stable and cadence policies under provider prompt caching."""
+    from ._progress import Progress
+    from .chat.simulate import report_json, simulate  # lazy: only this command needs it
+
+    shown: list[Progress] = []
+
+    def progress(label: str, done: int, total: int) -> None:
+        # A bar on a terminal; otherwise a line about every tenth of the way.
+        if not shown:
+            shown.append(Progress("tomc simulate: replays", total, prefix=""))
+        shown[0].update(done - shown[0].done, label)
+
+    try:
+        report = simulate(quick=quick, locomo=None if no_locomo else locomo, progress=progress)
+    finally:
+        for bar in shown:
+            bar.close()
+    click.echo(report_json(report) if as_json else report.to_markdown())
+
+
+def _register_gateway() -> None:
+    from ._gateway.commands import gateway_group, restore_direct_command, run_command
+
+    main.add_command(gateway_group)
+    main.add_command(run_command)
+    main.add_command(restore_direct_command)
+
+
+_register_gateway()
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""``compile_memory``: typed records plus BM25-selected source lines, packed into a budget.
+
+The pipeline: read the history into source units, parse its operations, route the task,
+build the candidate records, pack them into their share of the budget, rank the source lines
+and pack them into what is left, then assemble the memory (records first, then source lines
+in source order) and the audit trail.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+from .budget import clamp_budget, default_budget
+from .errors import BudgetError, InvalidHistoryError, InvalidOptionError
+from .operations import parse_program
+from .packing import Packed, assemble_memory, pack_records, pack_sources, row_texts
+from .records import CAPS, Record, candidate_records
+from .result import CompileResult, LedgerRow, SourceUnit
+from .selection import SourceRanking, rank_sources, source_ledger_rows
+from .sources import History, SourceTable, read_history
+from .task_routes import Route, route_task
+from .tokens import LexicalCounter, TokenCounter, get_counter, row_costs
+
+__all__ = ["CAPS", "RECORD_SHARE", "STRATEGIES", "compile_memory"]
+
+STRATEGIES = ("tomc", "tomc_raw", "rag", "auto")
+#: ``tomc_raw`` starts with this share of the budget for records; the rest is source text.
+RECORD_SHARE = 0.42
+
+
+def _validate(task: object, strategy: object, budget: object) -> None:
+    if not isinstance(task, str):
+        raise InvalidHistoryError(f"task must be a str, not {type(task).__name__}")
+    if not task.strip():
+        raise InvalidHistoryError("task is empty: say what the memory is compiled for")
+    if strategy not in STRATEGIES:
+        raise InvalidOptionError(
+            f"unknown strategy {strategy!r}; use one of {', '.join(map(repr, STRATEGIES))}"
+        )
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+        raise InvalidOptionError(f"budget_tokens must be an int or None, not {budget!r}")
+    if isinstance(budget, int) and budget < 0:
+        raise InvalidOptionError(f"budget_tokens must be >= 0, not {budget}")
+
+
+def _applied_strategy(strategy: str, input_tokens: int, budget: int, route: Route) -> str:
+    if strategy != "auto":
+        return strategy
+    if input_tokens <= budget:
+        return "unchanged"
+    return "tomc_raw" if route.route != "raw" or route.wording_sensitive else "rag"
+
+
+def compile_memory(
+    history: History,
+    task: str,
+    *,
+    budget_tokens: int | None = None,
+    strategy: str = "tomc_raw",
+    counter: str | TokenCounter = "lexical",
+    uncapped: bool = False,
+    default_budget_cap: int | None = None,
+) -> CompileResult:
+    """Compile ``history`` into a memory for ``task`` within ``budget_tokens``.
+
+    ``history`` is a string (one source line per nonempty line) or a list of chat messages.
+    ``strategy`` is ``"tomc"`` (records only), ``"tomc_raw"`` (records first, then BM25
+    source lines), ``"rag"`` (source lines only) or ``"auto"``. ``counter`` is ``"lexical"``,
+    ``"bpe:o200k_base"``, ``"bpe:cl100k_base"`` or a counter object. ``uncapped`` ignores the
+    row caps (a comparison mode); ``caps_exceeded`` says per kind whether they were exceeded.
+    ``default_budget_cap`` caps the default budget (used when ``budget_tokens`` is ``None``;
+    the MCP tools keep their results within what the hosts accept whole).
+
+    Raises a :class:`tomc.TomcError` subclass that names the problem for bad input.
+    """
+    started = time.perf_counter()
+    _validate(task, strategy, budget_tokens)
+    token_counter = get_counter(counter)
+    table = read_history(history)
+    texts = table.texts
+    rows = row_texts(table)
+    row_tokens = row_costs(token_counter, rows)
+    if isinstance(history, str) and not isinstance(token_counter, LexicalCounter):
+        input_tokens = token_counter.count(history)  # exact even where lines join
+    else:
+        input_tokens = sum(row_tokens)
+    if budget_tokens is None:
+        budget = default_budget(input_tokens)
+        if default_budget_cap is not None:
+            budget = min(budget, default_budget_cap)
+    else:
+        budget = clamp_budget(budget_tokens)
+
+    program = parse_program(texts)
+    route = route_task(task, program.variables, program.labels)
+    applied = _applied_strategy(strategy, input_tokens, budget, route)
+
+    records: list[Record] = []
+    caps_exceeded = {"state": False, "relation": False, "count": False}
+    if applied in ("tomc", "tomc_raw"):
+        records, caps_exceeded = candidate_records(program, texts, route, applied, task, uncapped)
+    record_budget = budget if applied == "tomc" else math.floor(budget * RECORD_SHARE)
+    record_used = pack_records(records, record_budget, token_counter, uncapped) if records else 0
+    included_records = [r for r in records if r.included]
+
+    ranking: SourceRanking | None = None
+    unchanged_reason = "history fits the budget: returned unchanged"
+    if applied == "unchanged":
+        packed = _unchanged(history, rows, input_tokens)
+    else:
+        kept_units: list[int] = []
+        if applied in ("tomc_raw", "rag"):
+            ranking = rank_sources(texts, row_tokens, task)
+            kept_units = pack_sources(ranking.order, row_tokens, budget - record_used)
+        order = ranking.order if ranking else ()
+        packed = assemble_memory(
+            token_counter, included_records, rows, row_tokens, kept_units, order, budget
+        )
+        if packed.tokens > input_tokens and applied != "tomc":
+            # Records added to a history that fits would make the memory larger than what it
+            # compiles: give the history back as it is (it fits, since it costs less). Records
+            # only ("tomc") is asked for by name and stays records: its callers (the chat work
+            # memory) put records beside the history, never in place of it.
+            unchanged_reason = (
+                f"the compiled memory ({packed.tokens} tokens) would be larger than the "
+                f"history ({input_tokens}): returned unchanged"
+            )
+            applied = "unchanged"
+            for record in included_records:
+                record.included = False
+                record.reason = unchanged_reason
+            included_records = []
+            ranking = None
+            packed = _unchanged(history, rows, input_tokens)
+    _check_recount(token_counter, packed, budget if applied != "unchanged" else None)
+
+    tokens_by_kind = {"state": 0, "relation": 0, "count": 0, "source": 0}
+    for record in included_records:
+        tokens_by_kind[record.kind] += record.tokens
+    tokens_by_kind["source"] = packed.tokens - sum(r.tokens for r in included_records)
+    latency = time.perf_counter() - started
+
+    def build_ledger() -> tuple[LedgerRow, ...]:
+        out = [_ledger_row(r, token_counter) for r in records]
+        if applied in ("tomc_raw", "rag", "unchanged"):
+            out.extend(
+                source_ledger_rows(rows, row_tokens, packed, ranking, applied, unchanged_reason)
+            )
+        return tuple(out)
+
+    return CompileResult(
+        compiled_memory=packed.memory,
+        route=route.route,
+        route_reason=route.reason,
+        strategy=strategy,
+        applied_strategy=applied,
+        budget_tokens=budget,
+        memory_tokens=packed.tokens,
+        input_tokens=input_tokens,
+        tokens_by_kind=tokens_by_kind,
+        caps_exceeded=caps_exceeded,
+        latency_s=latency,
+        counter=token_counter.name,
+        task=task,
+        _build_sources=lambda: _source_units(table),
+        _build_ledger=build_ledger,
+    )
+
+
+def _unchanged(history: History, rows: Sequence[str], input_tokens: int) -> Packed:
+    """The history as it is: the text given, or a chat history's rows."""
+    memory = history if isinstance(history, str) else "".join(row + "\n" for row in rows)
+    return Packed(memory, input_tokens, list(range(len(rows))), {}, frozenset())
+
+
+def _check_recount(counter: TokenCounter, packed: Packed, budget: int | None) -> None:
+    """Refuse rather than overrun: the memory must re-count to its rows' figure.
+
+    The lexical count and its character floor are additive over lines by construction, so
+    only other counters are re-counted (BPE joins are settled in :mod:`tomc._core.packing`; a custom
+    counter may not be additive at all).
+    """
+    if isinstance(counter, LexicalCounter):
+        return
+    recount = counter.count(packed.memory)
+    if recount != packed.tokens or (budget is not None and recount > budget):
+        raise BudgetError(
+            f"packed memory re-counts to {recount} tokens with counter {counter.name!r}, "
+            f"but its rows add up to {packed.tokens} (budget {budget}); the counter is not "
+            "additive over newline-terminated rows"
+        )
+
+
+def _ledger_row(record: Record, counter: TokenCounter) -> LedgerRow:
+    tokens = record.tokens if record.tokens >= 0 else row_costs(counter, [record.text])[0]
+    ids = tuple(f"u{u}" for u in record.units)
+    return LedgerRow(
+        record.kind,
+        record.key,
+        record.value,
+        record.text,
+        ids,
+        tokens,
+        record.included,
+        record.reason,
+    )
+
+
+def _source_units(table: SourceTable) -> tuple[SourceUnit, ...]:
+    return tuple(
+        SourceUnit(f"u{i}", text, role, message, line)
+        for i, (text, role, message, line) in enumerate(
+            zip(table.texts, table.roles, table.message_indexes, table.line_indexes, strict=True)
+        )
+    )

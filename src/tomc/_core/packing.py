@@ -1,0 +1,229 @@
+"""Whole-row packing: take rows in priority order whenever they still fit the budget.
+
+A row is packed whole or not at all, so the memory never cuts a record or a source line. Each
+row is charged its :func:`tomc._core.tokens.row_costs`; for a counter whose tokens can span a line
+break (o200k, see :meth:`tomc._core.bpe.BpeCounter.joins`), :func:`settle_joined_rows` then counts
+the rows that join as one run, so the memory's figure is exactly what it re-counts to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .records import CAPS, Record
+from .sources import SourceTable
+from .tokens import TokenCounter, row_costs
+
+__all__ = [
+    "Packed",
+    "Settled",
+    "assemble_memory",
+    "pack_records",
+    "pack_sources",
+    "row_texts",
+    "settle_joined_rows",
+]
+
+
+def row_texts(table: SourceTable) -> Sequence[str]:
+    """What each source unit packs as: its text, after ``role: `` in a chat history."""
+    if not table.is_chat:
+        return table.texts
+    return [f"{role}: {text}" for role, text in zip(table.roles, table.texts, strict=True)]
+
+
+def pack_records(records: list[Record], budget: int, counter: TokenCounter, uncapped: bool) -> int:
+    """Mark the eligible records that fit, in order, at most ``CAPS`` per kind; tokens used."""
+    used = 0
+    kept_per_kind: dict[str, int] = {}
+    candidates = []
+    for record in records:
+        if not record.eligible:
+            continue
+        cap = CAPS[record.kind]
+        if not uncapped and kept_per_kind.get(record.kind, 0) >= cap:
+            record.reason = f"over cap ({cap} {record.kind} rows)"
+            continue
+        kept_per_kind[record.kind] = kept_per_kind.get(record.kind, 0) + 1
+        candidates.append(record)
+    for record, tokens in zip(
+        candidates, row_costs(counter, [r.text for r in candidates]), strict=True
+    ):
+        record.tokens = tokens
+        if used + tokens <= budget:
+            used += tokens
+            record.included = True
+            record.reason = (
+                "task-relevant; fits record budget" if record.relevant else "fits record budget"
+            )
+        else:
+            record.reason = f"over record budget (needs {tokens}, {budget - used} left)"
+    return used
+
+
+def pack_sources(order: Iterable[int], row_tokens: Sequence[int], budget: int) -> list[int]:
+    """The rows, taken in ``order`` whenever they still fit, back in source order."""
+    left = budget
+    kept = []
+    for index in order:
+        cost = row_tokens[index]
+        if cost <= left:
+            left -= cost
+            kept.append(index)
+    kept.sort()
+    return kept
+
+
+@dataclass(frozen=True, slots=True)
+class Packed:
+    """The memory text, its exact tokens, and which source units it holds."""
+
+    memory: str
+    tokens: int
+    kept_units: list[int]  # source order
+    extra: dict[int, int]  # unit -> tokens beyond its own, joined with the line before it
+    squeezed: frozenset[int]  # units that fitted alone but were left out for joined lines
+
+
+def assemble_memory(
+    counter: TokenCounter,
+    records: Sequence[Record],
+    rows: Sequence[str],
+    row_tokens: Sequence[int],
+    kept_units: list[int],
+    rank_order: Sequence[int],
+    budget: int,
+) -> Packed:
+    """Included records in packing order, then the kept source rows in source order."""
+    texts = [r.text for r in records]
+    texts.extend(rows[i] for i in kept_units)
+    costs = [r.tokens for r in records]
+    costs.extend(row_tokens[i] for i in kept_units)
+    if not hasattr(counter, "joins"):
+        return Packed("".join(t + "\n" for t in texts), sum(costs), kept_units, {}, frozenset())
+    offset = len(records)
+    position = {unit: offset + k for k, unit in enumerate(kept_units)}
+    least_first = (position[unit] for unit in reversed(rank_order) if unit in position)
+    settled = settle_joined_rows(counter, texts, costs, budget, least_first)
+    still = [kept_units[p - offset] for p in settled.kept if p >= offset]
+    return Packed(
+        "".join(texts[p] + "\n" for p in settled.kept),
+        settled.total,
+        still,
+        {kept_units[p - offset]: extra for p, extra in settled.extra.items()},
+        frozenset(kept_units) - frozenset(still),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """The emitted rows that stay, the memory's exact tokens, and where joined runs differ."""
+
+    kept: list[int]  # positions in the emitted order
+    total: int
+    extra: dict[int, int]  # position of a joined run's last row -> tokens beyond the rows' own
+
+
+def settle_joined_rows(
+    counter: TokenCounter,
+    texts: Sequence[str],
+    costs: Sequence[int],
+    budget: int,
+    removable: Iterable[int],
+) -> Settled:
+    """Make the emitted rows' total exact, and keep it within ``budget``.
+
+    ``texts`` and ``costs`` are the rows in memory order, each costed on its own; their sum is
+    within the budget. Where ``counter.joins`` says a pre-token spans a line break, the rows
+    are re-counted as one run, which can cost more or less. If that pushes the total over
+    ``budget``, rows in ``removable`` (positions, least important first) are left out until
+    it fits.
+
+    Linear: a removal re-counts only the runs beside it, and should that work ever exceed a
+    few passes over the rows, every row that joins the row before it is left out instead, so
+    that no runs remain and the rows' own costs (within the budget) are the total.
+    """
+    joins = getattr(counter, "joins", None)
+    n = len(texts)
+    if joins is None or not any(map(joins, texts, texts[1:])):
+        return Settled(list(range(n)), sum(costs), {})
+    # The kept rows as a doubly linked list in memory order; -1 and n end it.
+    before = list(range(-1, n - 1))
+    after = list(range(1, n + 1))
+    work = 0
+    work_limit = 4 * sum(map(len, texts)) + 64 * n
+
+    def run_of(first: int) -> list[int]:
+        run = [first]
+        while after[run[-1]] < n and joins(texts[run[-1]], texts[after[run[-1]]]):
+            run.append(after[run[-1]])
+        return run
+
+    def run_start(position: int) -> int:
+        while before[position] >= 0 and joins(texts[before[position]], texts[position]):
+            position = before[position]
+        return position
+
+    def runs_extra(first: int, last: int) -> int:
+        """Tokens beyond the rows' own costs, over the runs from ``first`` (a run start)
+        through the one that contains ``last``."""
+        nonlocal work
+        extra = 0
+        position = first
+        while True:
+            run = run_of(position)
+            if len(run) > 1:
+                text = "".join(texts[p] + "\n" for p in run)
+                work += len(text)
+                extra += counter.count(text) - sum(costs[p] for p in run)
+            if run[-1] >= last or after[run[-1]] >= n:
+                return extra
+            position = after[run[-1]]
+
+    total = sum(costs) + runs_extra(0, n - 1)
+    pending = iter(removable)
+    removed = set()
+    while total > budget and work <= work_limit:
+        gone = next(pending, None)
+        if gone is None:
+            break
+        left, right = before[gone], after[gone]
+        start = run_start(left) if left >= 0 else gone
+        old = runs_extra(start, right if right < n else gone)
+        if left >= 0:
+            after[left] = right
+        if right < n:
+            before[right] = left
+        removed.add(gone)
+        if start == gone:
+            start = right
+        last = right if right < n else left
+        new = runs_extra(start, last) if start < n and last >= 0 else 0
+        total += new - old - costs[gone]
+    kept = [p for p in range(n) if p not in removed]
+    if total > budget:  # too much re-counting: drop every row that joins the row before it
+        clean = kept[:1]
+        for position in kept[1:]:
+            if not joins(texts[clean[-1]], texts[position]):
+                clean.append(position)
+        return Settled(clean, sum(costs[p] for p in clean), {})
+    return Settled(kept, total, _extra_by_row(counter, texts, costs, kept))
+
+
+def _extra_by_row(
+    counter: TokenCounter, texts: Sequence[str], costs: Sequence[int], kept: list[int]
+) -> dict[int, int]:
+    """For each joined run among ``kept``, its tokens beyond the rows' own, on its last row."""
+    joins = counter.joins  # type: ignore[attr-defined]
+    extra: dict[int, int] = {}
+    run = kept[:1]
+    for position in [*kept[1:], -1]:
+        if position >= 0 and joins(texts[run[-1]], texts[position]):
+            run.append(position)
+            continue
+        if len(run) > 1:
+            text = "".join(texts[p] + "\n" for p in run)
+            extra[run[-1]] = counter.count(text) - sum(costs[p] for p in run)
+        run = [position]
+    return extra

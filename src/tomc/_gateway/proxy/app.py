@@ -1,0 +1,449 @@
+"""The gateway application: proxy routes, status, and the web source inspector in one app.
+
+``POST /v1/messages`` (Claude Code adds ``?beta=true``), ``POST /v1/responses`` and
+``POST /v1/chat/completions`` go through the conversation's :class:`AutomaticChatSession`, which
+rewrites only old history (and only when the request would not fit, or the frozen memory is
+reused); every other path (``/v1/messages/count_tokens``, ``/v1/responses/compact``,
+``/v1/models``, ...) is forwarded untouched. ``GET /healthz`` answers the launcher, ``GET
+/status`` and ``/status.json`` show each conversation's decisions, rebuilds and estimated
+savings, and the usage ledger's traffic (:mod:`tomc._gateway.proxy.ledger`; never message text or
+credentials), and the inspector keeps its page and API.
+
+Failing open is the rule: a body that is not JSON, a compressed body, or any error inside TOMC
+sends the original request bytes unchanged, and says why in the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+import anyio
+import httpx2
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from ... import __version__
+from ...chat import AutomaticChatSession, Decision
+from ...chat.dialects import DIALECTS
+from ...web._app import LOOPBACK_HOSTS, HostCheck, inspector_routes
+from ..agents.limits import (
+    OWN_PREFIX,
+    TARGET_HEADER,
+    THINKING_HEADER,
+    agent_defaults,
+    request_limit,
+)
+from ..settings import (
+    SETTINGS_FILE,
+    TARGET_OFF,
+    GatewaySettings,
+    gateway_dir,
+    load_settings,
+    parse_context_target,
+)
+from .ledger import LedgerEntry, UsageLedger, ledger_path
+from .relay import UsageSniffer, error_response, forward_headers, relay
+from .routing import API_PATHS, conversation_key, route_request
+from .sessions import Conversation, MemorySessionStore, SessionStore
+from .status_page import render_status_page
+
+__all__ = [
+    "MAX_REWRITE_BYTES",
+    "SERVICE_NAME",
+    "TARGET_HEADER",
+    "THINKING_HEADER",
+    "Gateway",
+    "RequestOptions",
+    "create_gateway_app",
+]
+
+logger = logging.getLogger("tomc.gateway")
+
+#: What ``GET /healthz`` names, so a launcher can tell this gateway from another program.
+SERVICE_NAME = "tomc-gateway"
+#: Largest request body the gateway reads to rewrite (a bigger one is forwarded untouched).
+MAX_REWRITE_BYTES = 64 * 1024 * 1024
+_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_COMPACT_PATHS = {"/v1/responses/compact": "responses"}
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """What a request asks of TOMC through its ``x-tomc-*`` headers.
+
+    ``x-tomc-context-target: N`` or ``off`` is an explicit per-run option (it wins over the
+    settings file); ``x-tomc-context-target: N; source=agent`` is the default ``tomc run``
+    computed from the agent's own configuration (the settings file wins over it).
+    ``x-tomc-thinking-prefix: passthrough|drop_block`` overrides the setting. A value that
+    does not parse is ignored (logged), never fatal.
+    """
+
+    target: int | str | None = None
+    agent_target: int | None = None
+    thinking_prefix: str | None = None
+
+    @classmethod
+    def from_headers(cls, headers: dict[str, str]) -> RequestOptions:
+        target = agent_target = thinking = None
+        raw = headers.get(TARGET_HEADER, "").strip()
+        if raw:
+            value, _, params = raw.partition(";")
+            try:
+                parsed = parse_context_target(value)
+            except Exception:
+                logger.warning("ignoring %s: %r", TARGET_HEADER, raw)
+                parsed = None
+            if "source=agent" in params.replace(" ", "").lower():
+                agent_target = parsed if isinstance(parsed, int) else None
+            else:
+                target = parsed
+        raw = headers.get(THINKING_HEADER, "").strip().lower()
+        if raw in ("passthrough", "drop_block"):
+            thinking = raw
+        elif raw:
+            logger.warning("ignoring %s: %r", THINKING_HEADER, raw)
+        return cls(target, agent_target, thinking)
+
+
+class Gateway:
+    """The proxy's state: settings, the upstream HTTP client and the conversation store."""
+
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        *,
+        store: SessionStore | None = None,
+        session_factory: Callable[[], AutomaticChatSession] | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        timeout: httpx2.Timeout | None = None,
+        home: str | os.PathLike[str] | None = None,
+        ledger: UsageLedger | None = None,
+        pinned: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings
+        # Options given on the command line win over the settings file, also after a reload.
+        self._pinned = dict(pinned or {})
+        # What went through, kept across restarts in <home>/gateway/usage.sqlite3 (in memory
+        # without a home).
+        self.ledger = ledger or UsageLedger(ledger_path(home) if home is not None else None)
+        # With a home, upstreams recorded there later (`tomc gateway activate`) take effect
+        # without a restart: the settings file is checked at most once a second.
+        self._settings_file = gateway_dir(home) / SETTINGS_FILE if home is not None else None
+        self._settings_stamp = self._stamp()
+        self._checked_at = 0.0
+        # The target and the thinking prefix are applied per request (see _rewrite), so that
+        # settings saved while the gateway runs reach running conversations too.
+        # An agent's recent steps may be shortened to the latest turn when its tool outputs are
+        # big: otherwise each request right after a build would rebuild (a cache miss each).
+        factory = session_factory or partial(AutomaticChatSession, min_recent_messages=0)
+        self.store = store or MemorySessionStore(factory)
+        self._transport = transport
+        self._timeout = timeout or httpx2.Timeout(connect=30.0, read=600.0, write=120.0, pool=30.0)
+        self.client: httpx2.AsyncClient | None = None
+        self.started = time.monotonic()
+        self.requests = 0
+        self.passthrough_paths = 0
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        # trust_env=False: the gateway forwards where it is told, never through an ambient proxy.
+        async with httpx2.AsyncClient(
+            transport=self._transport,
+            timeout=self._timeout,
+            trust_env=False,
+            follow_redirects=False,
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64),
+        ) as client:
+            self.client = client
+            try:
+                yield
+            finally:
+                self.client = None
+                await anyio.to_thread.run_sync(self.ledger.close)
+
+    # ---------------------------------------------------------------- settings
+
+    def _stamp(self) -> int | None:
+        if self._settings_file is None:
+            return None
+        try:
+            return self._settings_file.stat().st_mtime_ns
+        except OSError:
+            return None
+
+    def refresh_settings(self) -> None:
+        """Pick up upstreams (and other settings) saved since the gateway started."""
+        now = time.monotonic()
+        if self._settings_file is None or now - self._checked_at < 1.0:
+            return
+        self._checked_at = now
+        stamp = self._stamp()
+        if stamp == self._settings_stamp:
+            return
+        self._settings_stamp = stamp
+        try:
+            fresh = load_settings(self._settings_file.parent.parent)
+        except Exception as exc:  # keep serving with what worked
+            logger.warning("gateway settings not reloaded: %s", exc)
+            return
+        self.settings = replace(fresh, **{**self._pinned, "port": self.settings.port})
+        logger.info("gateway settings reloaded: upstreams %s", dict(self.settings.upstreams))
+
+    # ---------------------------------------------------------------- proxying
+
+    async def proxy(self, request: Request) -> Response:
+        self.requests += 1
+        self.refresh_settings()
+        assert self.client is not None, "the gateway's lifespan has not started"
+        path = request.url.path
+        # TOMC's own per-request options (x-tomc-*) are read here and never forwarded.
+        items = [(n, v) for n, v in request.headers.items() if not n.lower().startswith(OWN_PREFIX)]
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        options = RequestOptions.from_headers(headers)
+        headers = {
+            name: value for name, value in headers.items() if not name.startswith(OWN_PREFIX)
+        }
+        route = route_request(path, request.url.query, headers, self.settings)
+        body = await request.body()
+        prepared_body, add, conversation = body, {}, None
+        api = route.api if request.method == "POST" else None
+        if api is not None:
+            prepared_body, add, conversation = await self._rewrite(api, headers, body, options)
+        else:
+            self.passthrough_paths += 1
+        # Read now: _rewrite recorded it and nothing ran since (no await in between).
+        decision = conversation.last_decision if conversation is not None else None
+        sniffer = None
+        if api is not None:
+            sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens)
+        compact_api = _COMPACT_PATHS.get(path) if request.method == "POST" else None
+
+        def done(prompt_tokens: int | None, status: int) -> None:
+            if conversation is not None and prompt_tokens is not None and status < 400:
+                conversation.session.observe_usage(prompt_tokens)
+            if compact_api is not None and status < 400:
+                self._note_compaction(compact_api, headers, body)
+            self._record_usage(api, conversation, decision, sniffer, status)
+
+        return await relay(
+            self.client,
+            method=request.method,
+            url=route.url,
+            headers=forward_headers(items, add),
+            body=prepared_body,
+            api=route.api,
+            sniffer=sniffer,
+            on_done=done,
+        )
+
+    def context_target(
+        self, api: str, headers: dict[str, str], data: dict[str, Any], options: RequestOptions
+    ) -> tuple[int | None, str]:
+        """The target for one request and where it comes from. Precedence: an explicit
+        per-run option (header) > the settings file > the agent's default (sent by ``tomc run``
+        from the agent's own configuration, else derived from the request)."""
+        if options.target is not None:
+            return (None if options.target == TARGET_OFF else options.target), "tomc run option"
+        setting = self.settings.context_target
+        if setting == TARGET_OFF:
+            return None, "settings: off"
+        if isinstance(setting, int):
+            return setting, "settings"
+        if isinstance(options.agent_target, int):
+            return options.agent_target, "agent configuration (tomc run)"
+        limit = request_limit(api, headers, data)
+        if limit is None or limit.target is None:
+            return None, "no default (unknown model)"
+        return limit.target, f"{limit.agent} default ({limit.source})"
+
+    async def _rewrite(
+        self, api: str, headers: dict[str, str], body: bytes, options: RequestOptions | None = None
+    ) -> tuple[bytes, dict[str, str], Conversation | None]:
+        """The body to send, headers to add, and the conversation; the original on any failure."""
+        if headers.get("content-encoding", "identity") != "identity":
+            logger.info("forwarding a %s request unchanged: its body is compressed", api)
+            return body, {}, None
+        if len(body) > MAX_REWRITE_BYTES:
+            logger.info("forwarding a %s request unchanged: body over %d bytes", api, len(body))
+            return body, {}, None
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            logger.info("forwarding a %s request unchanged: its body is not JSON", api)
+            return body, {}, None
+        if not isinstance(data, dict):
+            return body, {}, None
+        options = options or RequestOptions()
+        conversation = None
+        try:
+            target, source = self.context_target(api, headers, data, options)
+            conversation = self.store.get(conversation_key(api, headers, data), api)
+            conversation.target_source = source
+            prepared = await anyio.to_thread.run_sync(
+                partial(
+                    conversation.session.prepare_request,
+                    data,
+                    api=api,
+                    context_target=target,
+                    thinking_prefix=options.thinking_prefix or self.settings.thinking_prefix,
+                )
+            )
+        except Exception as exc:  # fail open: the agent's request must go out as it came
+            logger.warning(
+                "forwarding a %s request unchanged: TOMC failed (%s: %s)",
+                api,
+                type(exc).__name__,
+                exc,
+                exc_info=True,
+            )
+            if conversation is not None:
+                conversation.record(None, time.monotonic())
+            return body, {}, None
+        decision = prepared.decision
+        conversation.record(decision, time.monotonic())
+        logger.info(
+            "%s %s: %s (%s -> %s tokens)",
+            api,
+            decision.action,
+            decision.code,
+            decision.tokens_before,
+            decision.tokens_after,
+        )
+        if prepared.body is data:
+            return body, {}, conversation
+        encoded = json.dumps(prepared.body, ensure_ascii=False, separators=(",", ":"))
+        return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), conversation
+
+    def _record_usage(
+        self,
+        api: str | None,
+        conversation: Conversation | None,
+        decision: Decision | None,
+        sniffer: UsageSniffer | None,
+        status: int,
+    ) -> None:
+        """Hand a finished request's figures to the ledger (never fails the request)."""
+        if api is None and status < 400:
+            return  # a path only forwarded counts only when the upstream refused it
+        try:
+            self.ledger.record(
+                LedgerEntry(
+                    at=time.time(),
+                    api=api or "",
+                    conversation=conversation.key if conversation is not None else "",
+                    status=status,
+                    model=decision.model if decision is not None else "",
+                    action=decision.action if decision is not None else None,
+                    code=decision.code if decision is not None else None,
+                    tokens_before=decision.tokens_before if decision is not None else 0,
+                    tokens_after=decision.tokens_after if decision is not None else 0,
+                    usage=sniffer.usage if sniffer is not None and status < 400 else None,
+                    context_target=decision.context_target if decision is not None else None,
+                )
+            )
+        except Exception as exc:  # only bookkeeping
+            logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
+
+    def _note_compaction(self, api: str, headers: dict[str, str], body: bytes) -> None:
+        """The agent compacted through its own endpoint: its session cools down as after a
+        native compaction."""
+        try:
+            data = json.loads(body)
+            conversation = self.store.get(conversation_key(api, headers, data), api)
+        except Exception:  # only bookkeeping: never fail the request for it
+            return
+        conversation.session.note_compaction(f"{api} compact endpoint")
+
+    # ---------------------------------------------------------------- status
+
+    def status(self, *, traffic_limit: int = 20) -> dict[str, Any]:
+        """Live figures, and ``traffic``: the ledger's totals, latest conversations and chart
+        series (kept across restarts). Waits briefly for finished requests to be stored."""
+        now = time.monotonic()
+        conversations = [c.to_dict(now) for c in self.store.conversations()]
+        try:
+            self.ledger.flush(1.0)
+            traffic: dict[str, Any] | None = self.ledger.traffic(limit=traffic_limit)
+        except Exception as exc:  # the status page still shows the live figures
+            logger.warning("usage ledger not read (%s: %s)", type(exc).__name__, exc)
+            traffic = None
+        return {
+            "service": SERVICE_NAME,
+            "version": __version__,
+            "port": self.settings.port,
+            "uptime_s": round(now - self.started, 1),
+            "upstreams": dict(self.settings.upstreams),
+            "thinking_prefix": self.settings.thinking_prefix,
+            "context_target": (
+                "per agent default"
+                if self.settings.context_target is None
+                else self.settings.context_target
+            ),
+            "agent_defaults": agent_defaults(),
+            "requests": self.requests,
+            "passthrough_paths": self.passthrough_paths,
+            "tokens_saved": sum(c["tokens_saved"] for c in conversations),
+            "conversations": conversations,
+            "traffic": traffic,
+        }
+
+
+def _status_page(status: dict[str, Any]) -> str:
+    return render_status_page(status)
+
+
+def create_gateway_app(
+    settings: GatewaySettings | None = None,
+    *,
+    gateway: Gateway | None = None,
+    home: str | os.PathLike[str] | None = None,
+    pinned: Mapping[str, Any] | None = None,
+) -> Starlette:
+    """The gateway application (see the module docstring). With ``home``, settings saved there
+    later are picked up while it runs, except the ``pinned`` ones (command-line options)."""
+    settings = settings or GatewaySettings()
+    gateway = gateway or Gateway(settings, home=home, pinned=pinned)
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse(
+            {"status": "ok", "service": SERVICE_NAME, "version": __version__, "port": settings.port}
+        )
+
+    async def status_json(request: Request) -> JSONResponse:
+        return JSONResponse(await anyio.to_thread.run_sync(gateway.status))
+
+    async def status_page(request: Request) -> HTMLResponse:
+        return HTMLResponse(_status_page(await anyio.to_thread.run_sync(gateway.status)))
+
+    async def proxy(request: Request) -> Response:
+        try:
+            return await gateway.proxy(request)
+        except Exception as exc:  # the last line of defence: answer in the client's shape
+            logger.error("gateway error on %s %s", request.method, request.url.path, exc_info=exc)
+            api = API_PATHS.get(request.url.path)
+            return error_response(
+                api, 502, f"TOMC gateway error ({type(exc).__name__})", "api_error"
+            )
+
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz, methods=["GET", "HEAD"]),
+            Route("/status", status_page, methods=["GET", "HEAD"]),
+            Route("/status.json", status_json, methods=["GET", "HEAD"]),
+            *inspector_routes(),
+            Route("/{path:path}", proxy, methods=_METHODS),
+        ],
+        middleware=[Middleware(HostCheck, allowed=LOOPBACK_HOSTS)],
+        lifespan=gateway.lifespan,
+    )

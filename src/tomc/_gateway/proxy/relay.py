@@ -1,0 +1,270 @@
+"""Forwarding one request upstream and relaying the answer as it arrives, byte for byte.
+
+Every end-to-end header goes on unchanged (authorization, x-api-key, anthropic-version,
+anthropic-beta, user agents, session and SDK headers, ...); only hop-by-hop headers are dropped
+and ``content-length`` is set for the body actually sent. The upstream's status, headers and body
+come back as they are: raw bytes, unbuffered (a stream is relayed event by event), with its
+errors untouched. When the upstream cannot be reached the gateway answers itself, in the error
+shape of the API the client speaks. A client that goes away closes the upstream stream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import anyio
+import httpx2
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from .usage import ProviderUsage, StreamUsage, usage_from_json
+
+__all__ = [
+    "HOP_BY_HOP",
+    "UsageSniffer",
+    "error_response",
+    "forward_headers",
+    "relay",
+    "response_headers",
+]
+
+logger = logging.getLogger("tomc.gateway")
+
+#: Headers that describe one connection, not the message (RFC 9110 section 7.6.1), plus the
+#: ones the gateway sets itself for the body it sends.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+# How much of a non-streaming answer is kept to read its usage (the body is relayed anyway).
+_MAX_SNIFF_BYTES = 8 * 1024 * 1024
+
+
+def _connection_listed(headers: Iterable[tuple[str, str]]) -> set[str]:
+    listed: set[str] = set()
+    for name, value in headers:
+        if name.lower() == "connection":
+            listed.update(token.strip().lower() for token in value.split(","))
+    return listed
+
+
+def forward_headers(
+    headers: Iterable[tuple[str, str]], add: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """The client's headers minus hop-by-hop ones; ``add`` values join an existing
+    comma-separated header (``anthropic-beta``) or are added."""
+    items = list(headers)
+    drop = HOP_BY_HOP | _connection_listed(items)
+    out = [(name, value) for name, value in items if name.lower() not in drop]
+    for name, value in (add or {}).items():
+        for index, (existing, current) in enumerate(out):
+            if existing.lower() == name.lower():
+                parts = [p.strip() for p in current.split(",") if p.strip()]
+                if value not in parts:
+                    out[index] = (existing, ",".join([*parts, value]))
+                break
+        else:
+            out.append((name, value))
+    return out
+
+
+def response_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The upstream's response headers minus hop-by-hop ones (its content-length is kept: the
+    body is relayed byte for byte)."""
+    items = list(headers)
+    drop = (HOP_BY_HOP - {"content-length"}) | _connection_listed(items)
+    return [(name, value) for name, value in items if name.lower() not in drop]
+
+
+def error_response(api: str | None, status: int, message: str, kind: str) -> Response:
+    """An error the gateway itself raises, in the shape the client's SDK parses."""
+    if api == "messages":
+        body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+    else:
+        body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return JSONResponse(body, status_code=status)
+
+
+class UsageSniffer:
+    """Reads the prompt size a response reports while it is relayed, without holding it back.
+
+    Streams: Anthropic's ``message_start`` usage (input plus cache creation and reads), the
+    Responses ``response.completed`` usage, or a Chat Completions chunk's ``usage``. A JSON answer
+    is read whole (up to a limit) once it has been relayed. Compressed answers are not read.
+
+    Beside that prompt size (what :meth:`finish` returns, for the session), :attr:`usage` is the
+    full usage of the answer (:class:`~tomc._gateway.proxy.usage.ProviderUsage`: cache reads and writes,
+    output, dropped thinking), read to the end of a stream, for the usage ledger.
+    """
+
+    def __init__(self, api: str | None, prompt_tokens: Callable[[Any], int | None]) -> None:
+        self.api = api
+        self._prompt_tokens = prompt_tokens
+        self._pending = b""
+        self._json = bytearray()
+        self._stream = StreamUsage(api)
+        self._whole: ProviderUsage | None = None
+        self.streaming = False
+        self.found: int | None = None
+
+    @property
+    def usage(self) -> ProviderUsage | None:
+        """The answer's full usage, once :meth:`finish` ran (``None`` when none was read)."""
+        return self._stream.result() if self.streaming else self._whole
+
+    def feed(self, chunk: bytes) -> None:
+        if self.found is not None and (not self.streaming or self._stream.complete):
+            return
+        if not self.streaming:
+            if len(self._json) + len(chunk) <= _MAX_SNIFF_BYTES:
+                self._json.extend(chunk)
+            return
+        self._pending += chunk
+        *lines, self._pending = self._pending.split(b"\n")
+        if len(self._pending) > _MAX_SNIFF_BYTES:
+            self._pending = b""
+        for line in lines:
+            if line.startswith(b"data:") and (b"usage" in line or b"input_transformations" in line):
+                self._event(line[5:].strip())
+
+    def _event(self, data: bytes) -> None:
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        self._stream.event(event)
+        if self.found is not None:
+            return
+        if event.get("type") == "message_start":
+            event = event.get("message") or {}
+        elif event.get("type") == "response.completed":
+            event = event.get("response") or {}
+        if isinstance(event, dict) and event.get("usage"):
+            self.found = self._prompt_tokens(event)
+
+    def finish(self) -> int | None:
+        if self.found is None and not self.streaming and self._json:
+            try:
+                data = json.loads(self._json)
+            except ValueError:
+                return None
+            self._json = bytearray()
+            if self.api is not None:
+                self._whole = usage_from_json(self.api, data)
+            try:
+                self.found = self._prompt_tokens(data)
+            except (ValueError, TypeError, AttributeError):
+                return None
+        return self.found
+
+
+async def relay(
+    client: httpx2.AsyncClient,
+    *,
+    method: str,
+    url: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    api: str | None,
+    sniffer: UsageSniffer | None = None,
+    on_done: Callable[[int | None, int], None] | None = None,
+) -> Response:
+    """Send the request and answer with the upstream's response as it arrives.
+
+    ``on_done(prompt_tokens, status)`` runs once the body has been relayed (or the client left).
+    """
+    request = client.build_request(method, url, headers=headers, content=body)
+    try:
+        upstream = await client.send(request, stream=True)
+    except httpx2.TimeoutException:
+        logger.warning("upstream timed out: %s %s", method, _safe_url(url))
+        return error_response(api, 504, "the upstream did not answer in time", "timeout_error")
+    except httpx2.TransportError as exc:
+        logger.warning(
+            "upstream unreachable: %s %s (%s)", method, _safe_url(url), type(exc).__name__
+        )
+        return error_response(
+            api,
+            502,
+            f"the gateway could not reach the upstream ({type(exc).__name__})",
+            "api_error",
+        )
+    if sniffer is not None:
+        content_type = upstream.headers.get("content-type", "")
+        sniffer.streaming = content_type.startswith("text/event-stream")
+        if upstream.headers.get("content-encoding", "identity") != "identity":
+            sniffer = None
+
+    closed = False
+
+    async def close() -> None:
+        nonlocal closed
+        if closed:
+            return
+        closed = True
+        await upstream.aclose()
+        if on_done is not None:
+            on_done(sniffer.finish() if sniffer else None, upstream.status_code)
+
+    async def body() -> AsyncIterator[bytes]:
+        async for chunk in upstream.aiter_raw():
+            yield chunk
+            if sniffer is not None:
+                sniffer.feed(chunk)
+
+    response = _RelayResponse(body(), status_code=upstream.status_code, on_close=close)
+    # Raw pairs keep repeated headers (set-cookie) and the upstream's own spelling of values.
+    response.raw_headers = [
+        (name.lower().encode("latin-1"), value.encode("latin-1"))
+        for name, value in response_headers(upstream.headers.multi_items())
+    ]
+    return response
+
+
+class _RelayResponse(StreamingResponse):
+    """A streamed relay that closes its upstream as soon as it ends, however it ends.
+
+    A client that goes away mid-stream makes the send fail; the body iterator is then left
+    suspended, and would close only when garbage-collected, holding the upstream connection.
+    """
+
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        *,
+        status_code: int,
+        on_close: Callable[[], Awaitable[None]],
+    ) -> None:
+        super().__init__(content, status_code=status_code)
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Shielded: on a client disconnect this runs inside a cancelled scope.
+            with anyio.CancelScope(shield=True):
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+                await self._on_close()
+
+
+def _safe_url(url: str) -> str:
+    """The URL without its query string (it can carry keys)."""
+    return url.split("?", 1)[0]

@@ -1,0 +1,147 @@
+"""One AutomaticChatSession per conversation, in a bounded store with idle expiry.
+
+The store is a small interface (:class:`SessionStore`) so that a team deployment can later keep
+sessions somewhere every worker sees; :class:`MemorySessionStore` keeps them in this process:
+at most ``max_sessions`` (least recently used go first) and none idle for longer than
+``idle_s``. Each entry also keeps the figures the status page shows, never message text.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ...chat import AutomaticChatSession, Decision
+
+__all__ = ["Conversation", "MemorySessionStore", "SessionStore"]
+
+
+@dataclass
+class Conversation:
+    """A conversation's session and what happened to its requests (figures only)."""
+
+    key: str
+    api: str
+    session: AutomaticChatSession
+    created: float
+    last_seen: float
+    requests: int = 0
+    codes: Counter = field(default_factory=Counter)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    failures: int = 0
+    last_model: str = ""
+    last_code: str = ""
+    #: The decision of the latest request (``None`` after a gateway error), for the usage ledger.
+    last_decision: Decision | None = None
+    #: The last decision's context target (``None``: none applied) and where it came from.
+    context_target: int | None = None
+    target_source: str = ""
+
+    def record(self, decision: Decision | None, now: float) -> None:
+        self.requests += 1
+        self.last_seen = now
+        self.last_decision = decision
+        if decision is None:
+            self.failures += 1
+            self.last_code = "gateway_error"
+            self.codes["gateway_error"] += 1
+            return
+        self.codes[decision.code] += 1
+        self.tokens_before += decision.tokens_before
+        self.tokens_after += decision.tokens_after
+        self.last_model = decision.model
+        self.last_code = decision.code
+        self.context_target = getattr(decision, "context_target", None)
+
+    def to_dict(self, now: float) -> dict[str, Any]:
+        saved = self.tokens_before - self.tokens_after
+        return {
+            "conversation": self.key,
+            "api": self.api,
+            "model": self.last_model,
+            "requests": self.requests,
+            "rebuilds": self.session.rebuilds,
+            "decisions": dict(sorted(self.codes.items())),
+            "last_decision": self.last_code,
+            "context_target": self.context_target,
+            "target_source": self.target_source,
+            "tokens_sent": self.tokens_after,
+            "tokens_without_tomc": self.tokens_before,
+            "tokens_saved": saved,
+            "saved_share": saved / self.tokens_before if self.tokens_before else 0.0,
+            "gateway_errors": self.failures,
+            "idle_s": round(now - self.last_seen, 1),
+            "age_s": round(now - self.created, 1),
+        }
+
+
+class SessionStore(Protocol):
+    """Where conversations live. Implementations must be safe to call from several threads."""
+
+    def get(self, key: str, api: str) -> Conversation:
+        """The conversation for ``key``, created on first use."""
+
+    def conversations(self) -> list[Conversation]:
+        """Every live conversation, most recent first."""
+
+
+class MemorySessionStore:
+    """An in-process LRU of conversations with idle expiry."""
+
+    def __init__(
+        self,
+        factory: Callable[[], AutomaticChatSession],
+        *,
+        max_sessions: int = 256,
+        idle_s: float = 6 * 3600,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_sessions < 1 or idle_s <= 0:
+            raise ValueError("max_sessions must be >= 1 and idle_s > 0")
+        self._factory = factory
+        self._max = max_sessions
+        self._idle_s = idle_s
+        self._clock = clock
+        self._items: OrderedDict[str, Conversation] = OrderedDict()
+        self._lock = threading.Lock()
+        self.evicted = 0
+
+    def get(self, key: str, api: str) -> Conversation:
+        now = self._clock()
+        with self._lock:
+            self._expire(now)
+            conversation = self._items.get(key)
+            if conversation is None:
+                conversation = Conversation(key, api, self._factory(), now, now)
+                self._items[key] = conversation
+                while len(self._items) > self._max:
+                    self._items.popitem(last=False)
+                    self.evicted += 1
+            else:
+                self._items.move_to_end(key)
+                conversation.last_seen = now
+            return conversation
+
+    def conversations(self) -> list[Conversation]:
+        with self._lock:
+            self._expire(self._clock())
+            return list(reversed(self._items.values()))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[Conversation]:
+        return iter(self.conversations())
+
+    def _expire(self, now: float) -> None:
+        while self._items:
+            key, oldest = next(iter(self._items.items()))
+            if now - oldest.last_seen <= self._idle_s:
+                break
+            del self._items[key]
+            self.evicted += 1

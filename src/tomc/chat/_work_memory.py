@@ -1,0 +1,246 @@
+"""The memory of finished agent work: kept output lines under the call that produced them.
+
+A tool output line without its origin is ambiguous ("42", "OK", a line of code from which
+file?), so the memory is organised by call: a header line names the tool and its arguments (cut
+to :data:`MAX_HEADER_ARGS` characters) and says how many of its output lines were kept; the kept
+lines follow verbatim, in source order. The agent's own text between calls is kept the same way.
+
+What is kept is chosen for the step the agent is on, because that is what the next request needs:
+
+- lines the agent will see again later (a file re-read, a command re-run, or the raw tail that
+  follows the memory) are superseded here: only the newest copy counts;
+- lines are ranked by BM25 against the task and the agent's latest step (its recent commands
+  and notes), with a boost for output of calls that touch the files the latest step works on;
+- lines no query term reaches fill what is left, newest first;
+- headers of calls with no kept line are listed last, newest first, while room remains, so the
+  agent still sees what it already ran.
+
+Packing takes whole lines, charges a call's header with its first kept line, and never exceeds
+the budget by the meter that will judge the request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .._core.lexicon import query_terms
+from .._core.retrieval import bm25_scores
+from ._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
+
+__all__ = ["FRAMING", "MAX_HEADER_ARGS", "WorkMemory", "build_work_memory", "call_header"]
+
+#: Characters of a call's arguments shown in its header.
+MAX_HEADER_ARGS = 160
+#: How a candidate line is ranked: its BM25 score against the task and the latest step (scaled
+#: to the best line's), plus how recent its call is (0 for the oldest, 1 for the newest), plus a
+#: bonus when its call touches a file the latest step works on. The weights were chosen on the
+#: real trajectories of benchmarks/agent_replay.py: without the recency term the memory kept
+#: clearly less of the patch evidence than sliding truncation; more weight than 3 changed
+#: nothing.
+BM25_WEIGHT = 1.0
+RECENCY_WEIGHT = 3.0
+FOCUS_WEIGHT = 1.0
+# Paths as agents write them: a/b/c.py, ./x.cfg, src/mod.rs (at least one slash or a dot-ext).
+_PATH = re.compile(r"(?:\.{0,2}/)?[\w\-.]+(?:/[\w\-.]+)+|[\w\-]+\.[A-Za-z]{1,5}\b")
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkMemory:
+    """A rendered work memory and what went into it."""
+
+    text: str
+    tokens: int
+    kept_lines: int
+    candidate_lines: int
+    calls: int
+
+
+@dataclass(slots=True)
+class _Group:
+    header: str  # "" for the agent's free text
+    order: int
+    lines: list[int]
+    recency: int = 0
+    focus: bool = False
+    header_cost: int = 0
+    kept: int = 0
+
+
+def _short_arguments(call: ToolCall) -> str:
+    """The call's arguments for a header: a lone string argument as itself, else as sent."""
+    arguments = call.arguments.strip()
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and len(parsed) == 1:
+        (value,) = parsed.values()
+        if isinstance(value, str):
+            arguments = value
+    arguments = _SPACE.sub(" ", arguments).strip()
+    if len(arguments) > MAX_HEADER_ARGS:
+        arguments = arguments[: MAX_HEADER_ARGS - 1] + "…"
+    return arguments
+
+
+def call_header(number: int, call: ToolCall) -> str:
+    """``[call 7 bash] sed -n '1,40p' app.py``: which call, which tool, with what."""
+    return f"[call {number} {call.name or 'tool'}] {_short_arguments(call)}"
+
+
+def _paths(text: str) -> set[str]:
+    return {match.strip("./") for match in _PATH.findall(text) if len(match) > 2}
+
+
+#: Lines an agent's tool runner writes around a command's output, which say nothing about the
+#: work (Codex's exec: "Chunk ID: ...", "Wall time: 0.1 seconds", "Original token count: ...",
+#: "Output:", a successful exit; its code mode's "Script completed"). A failing exit code is
+#: kept: it is evidence.
+FRAMING = re.compile(
+    r"^(?:Chunk ID: \S+|Wall time:? [\d.]+ seconds?|Original token count: \d+"
+    r"|Total output lines: \d+|Output:|Process exited with code 0|Script completed)\s*$"
+)
+
+
+# A line number that grep -n, cat -n or nl put in front of a line: the same source line seen
+# through two commands is one line.
+_NUMBERED = re.compile(r"^\s*(?:[\w./\-]+:)?\d+[:\t-]\s?")
+
+
+def _key(line: str) -> str:
+    return _SPACE.sub(" ", _NUMBERED.sub("", line)).strip()
+
+
+def build_work_memory(
+    entries: Sequence[Entry],
+    *,
+    task: str,
+    focus: Sequence[Entry],
+    later_text: str,
+    budget: int,
+    count: Callable[[str], int],
+    header: str,
+    first_call_number: int = 1,
+) -> WorkMemory:
+    """Render ``entries`` (a finished stretch of agent work) into at most ``budget`` tokens.
+
+    ``focus`` is the agent's latest step (the raw items after the region), ``later_text`` all the
+    text that will be sent after the memory (lines there are not repeated), ``count`` the
+    meter's count, ``header`` the memory's first line(s).
+    """
+    groups: list[_Group] = []
+    texts: list[str] = []
+    owner: list[int] = []
+    by_call: dict[str, int] = {}
+    number = first_call_number
+    for entry in entries:
+        if entry.kind in (USER, ASSISTANT) and entry.text.strip():
+            prefix = "user: " if entry.kind == USER else "assistant: "
+            group = len(groups)
+            groups.append(_Group("", len(groups), []))
+            for line in entry.text.splitlines():
+                if line.strip():
+                    groups[group].lines.append(len(texts))
+                    texts.append(prefix + line if not groups[group].lines[:-1] else line)
+                    owner.append(group)
+        for call in entry.calls:
+            by_call[call.id] = len(groups)
+            groups.append(_Group(call_header(number, call), len(groups), []))
+            number += 1
+        if entry.kind == TOOL:
+            for output in entry.outputs:
+                group = by_call.get(output.call_id)
+                if group is None:
+                    group = len(groups)
+                    groups.append(_Group(f"[result {output.call_id}]", len(groups), []))
+                for line in output.text.splitlines():
+                    if line.strip() and not FRAMING.match(line):
+                        groups[group].lines.append(len(texts))
+                        texts.append(line)
+                        owner.append(group)
+
+    # Newest copy wins: a line shown again later (here or after the memory) is superseded.
+    later_keys = {_key(line) for line in later_text.splitlines() if line.strip()}
+    seen: set[str] = set()
+    alive = [False] * len(texts)
+    for index in range(len(texts) - 1, -1, -1):
+        key = _key(texts[index])
+        if key in seen or key in later_keys:
+            continue
+        seen.add(key)
+        alive[index] = True
+
+    focus_text = "\n".join(
+        [entry.text for entry in focus]
+        + [call.arguments for entry in focus for call in entry.calls]
+    )
+    focus_paths = _paths(focus_text)
+    # A file keeps being worked on after its last read: a call's recency is that of the newest
+    # call touching any of the same files.
+    touched: dict[str, int] = {}
+    group_paths = [_paths(group.header) for group in groups]
+    for group, paths in zip(groups, group_paths, strict=True):
+        for path in paths:
+            touched[path] = group.order
+    for group, paths in zip(groups, group_paths, strict=True):
+        group.focus = bool(focus_paths & paths)
+        group.recency = max([group.order, *(touched[path] for path in paths)])
+        # Priced with the longest note it can get, so the rendered header never costs more.
+        noted = _with_note(group.header, " (99999 of 99999 output lines kept)")
+        group.header_cost = count(noted + "\n") if group.header else 0
+
+    candidates = [index for index in range(len(texts)) if alive[index]]
+    costs = {index: count(texts[index] + "\n") for index in candidates}
+    terms = query_terms(task + "\n" + focus_text)
+    scores = bm25_scores([texts[i] for i in candidates], [costs[i] for i in candidates], terms)
+    top = max(scores.values(), default=0.0) or 1.0
+    span = max(1, len(groups) - 1)
+    score_of: dict[int, float] = {}
+    for position, index in enumerate(candidates):
+        group = groups[owner[index]]
+        score_of[index] = (
+            BM25_WEIGHT * scores.get(position, 0.0) / top
+            + RECENCY_WEIGHT * group.order / span
+            + (FOCUS_WEIGHT if group.focus else 0.0)
+        )
+    order = sorted(candidates, key=lambda i: (-score_of[i], -i))
+
+    left = budget - count(header)
+    kept: set[int] = set()
+    for index in order:
+        group = groups[owner[index]]
+        cost = costs[index] + (group.header_cost if group.kept == 0 else 0)
+        if cost <= left:
+            left -= cost
+            kept.add(index)
+            group.kept += 1
+    for group in reversed(groups):  # action log: the calls whose output left no line
+        if group.header and group.kept == 0 and group.header_cost <= left:
+            left -= group.header_cost
+            group.kept = -1  # header only
+
+    out = [header]
+    for group in groups:
+        if group.kept == 0:
+            continue
+        lines = [i for i in group.lines if i in kept]
+        if group.header:
+            note = f" ({len(lines)} of {len(group.lines)} output lines kept)"
+            if group.kept == -1 or len(lines) < len(group.lines):
+                out.append(_with_note(group.header, note))
+            else:
+                out.append(group.header)
+        out.extend(texts[i] for i in lines)
+    text = "\n".join(out) + "\n"
+    calls = number - first_call_number
+    return WorkMemory(text, count(text), len(kept), len(candidates), calls)
+
+
+def _with_note(header: str, note: str) -> str:
+    """Put the kept-lines note inside the header's bracket."""
+    close = header.find("]")
+    return header[:close] + note.replace(" (", ", ").rstrip(")") + header[close:]

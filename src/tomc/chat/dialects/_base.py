@@ -1,0 +1,209 @@
+"""What every wire-format dialect provides, and the helpers they share.
+
+A dialect reads one request body (the keyword arguments of an SDK call, or the JSON body the
+gateway receives) into neutral :class:`~tomc.chat._conversation.Entry` items, builds the memory
+item in its own format, splices a rewritten item list back into the request, reads the output
+reserve and the provider's usage, and finds the client method that sends it. The session policy
+exists once and works only on what a dialect gives it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol
+
+from .._conversation import Entry, pairing_problems
+
+__all__ = [
+    "BaseDialect",
+    "Dialect",
+    "PassThrough",
+    "as_mapping",
+    "canonical_digest",
+    "part_text",
+    "prompt_size",
+    "text_parts",
+]
+
+
+class PassThrough(Exception):
+    """The request must go out unchanged; ``code`` is the stable reason code."""
+
+    def __init__(self, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+def as_mapping(item: Any) -> dict[str, Any] | None:
+    """The item as a plain dict, or ``None`` when it is neither a mapping nor a pydantic model.
+
+    SDK response objects (``response.choices[0].message``, ``response.output`` items) are often
+    appended to histories as they are; they are read through ``model_dump`` without changing them.
+    """
+    if isinstance(item, Mapping):
+        return dict(item)
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        try:
+            data = dump(exclude_none=True)
+        except Exception:
+            return None
+        return data if isinstance(data, dict) else None
+    return None
+
+
+def canonical_digest(data: Any) -> bytes:
+    """A digest of an item's exact content (sorted keys), to notice edits."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def part_text(part: Any) -> str | None:
+    """The text of a text content part in any of the three formats, else ``None``."""
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Mapping) and part.get("type") in ("text", "input_text", "output_text"):
+        text = part.get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def text_parts(content: Any) -> list[str]:
+    """The texts of a content value: a string, or the text parts of a list of parts."""
+    if isinstance(content, str):
+        return [content]
+    texts = [part_text(part) for part in content] if isinstance(content, list) else []
+    return [text for text in texts if text is not None]
+
+
+class Dialect(Protocol):
+    """One wire format. Implementations are stateless; the session keeps all state."""
+
+    name: ClassVar[str]
+    #: The request key holding the history list ("messages" or "input").
+    items_key: ClassVar[str]
+    #: Tool results must directly follow the item that made the calls.
+    adjacent_results: ClassVar[bool]
+    #: Roles the memory item may take in this format.
+    memory_roles: ClassVar[tuple[str, ...]]
+    #: The client method that sends it, for messages ("chat.completions.create").
+    method_name: ClassVar[str]
+
+    def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
+        """The history list; raise :class:`PassThrough` when the request cannot be rewritten."""
+
+    def read(self, item: Any, index: int) -> tuple[Entry, str]:
+        """``(entry, text to count)``; the entry's ``tokens`` and ``digest`` are filled later."""
+
+    def fixed_text(self, request: Mapping[str, Any]) -> str:
+        """Text sent with every request outside the list: instructions, tool schemas."""
+
+    def output_reserve(self, request: Mapping[str, Any]) -> int | None:
+        """The request's own output limit, if it sets one."""
+
+    def memory_item(self, text: str, role: str) -> dict[str, Any]:
+        """The item that carries a compiled memory."""
+
+    def with_items(self, request: Mapping[str, Any], items: list[Any]) -> dict[str, Any]:
+        """A copy of the request with its history list replaced (nothing else changes)."""
+
+    def pairing(self, entries: Sequence[Entry]) -> list[str]:
+        """Tool-pairing problems of an original history (it then passes through)."""
+
+    def validate(self, items: Sequence[Any]) -> list[str]:
+        """The provider's structural rules a rewritten list must satisfy; empty when sound."""
+
+    def finalize(
+        self,
+        body: dict[str, Any],
+        raw_after_change: Sequence[Entry],
+        thinking_prefix: str,
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """Last format rules for a rewritten body; ``raw_after_change`` are the entries sent
+        unchanged after its first rewritten position: ``(body, headers to add)``; raise
+        :class:`PassThrough` when it must go out unchanged."""
+
+    def prompt_tokens(self, response: Any) -> int | None:
+        """The prompt size a finished (non-streaming) response reports, if any."""
+
+    def cache_memory(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        """``body`` with a prompt-cache breakpoint after the memory item at ``index`` of its
+        history, where the format has explicit breakpoints and the request uses them."""
+
+    def endpoint(self, client: Any) -> Callable[..., Any] | None:
+        """The client's method that sends this format, or ``None`` when it has none."""
+
+
+_USAGE_PARTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def prompt_size(usage: Any) -> int | None:
+    """The prompt size a usage figure reports: an int; Chat Completions' ``prompt_tokens``;
+    Responses' ``input_tokens``; Anthropic's ``input_tokens`` plus its cache creation and cache
+    reads (there ``input_tokens`` is only the uncached remainder). Mappings or SDK objects."""
+
+    def field(name: str) -> Any:
+        return usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+
+    def number(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    if usage is None or isinstance(usage, bool):
+        return None
+    if isinstance(usage, int):
+        return usage if usage >= 0 else None
+    if number(field("prompt_tokens")):
+        return field("prompt_tokens")
+    parts = [field(name) for name in _USAGE_PARTS]
+    if not number(parts[0]):
+        return None
+    return sum(part for part in parts if number(part))
+
+
+class BaseDialect:
+    """What the three dialects share: splicing by ``items_key``, the pairing check by
+    ``adjacent_results``, reading usage, no last rules."""
+
+    name: ClassVar[str]
+    items_key: ClassVar[str]
+    adjacent_results: ClassVar[bool]
+
+    def _mapping(self, item: Any, index: int, what: str) -> dict[str, Any]:
+        data = as_mapping(item)
+        if data is None:
+            raise PassThrough(
+                "invalid_request", f"{what} {index} is a {type(item).__name__}, not a mapping"
+            )
+        return data
+
+    def _list(self, request: Mapping[str, Any]) -> Sequence[Any]:
+        items = request.get(self.items_key)
+        if not isinstance(items, list | tuple):
+            raise PassThrough(
+                "invalid_request", f"{self.items_key} is a {type(items).__name__}, not a list"
+            )
+        return items
+
+    def with_items(self, request: Mapping[str, Any], items: list[Any]) -> dict[str, Any]:
+        return {**request, self.items_key: items}
+
+    def pairing(self, entries: Sequence[Entry]) -> list[str]:
+        return pairing_problems(entries, adjacent=self.adjacent_results, allow_pending_tail=True)
+
+    def finalize(
+        self,
+        body: dict[str, Any],
+        raw_after_change: Sequence[Entry],
+        thinking_prefix: str,
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        return body, {}
+
+    def cache_memory(self, body: dict[str, Any], index: int) -> dict[str, Any]:
+        return body  # OpenAI formats cache every prefix on their own
+
+    def prompt_tokens(self, response: Any) -> int | None:
+        usage = response.get("usage") if isinstance(response, Mapping) else None
+        return prompt_size(usage if usage is not None else getattr(response, "usage", None))

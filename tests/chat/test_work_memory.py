@@ -1,0 +1,167 @@
+"""The memory of finished agent work: lines under their call, newest copy wins, within budget."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chat_fixtures import entries_of
+from chat_strategies import agent_loops
+from tomc.chat._conversation import ASSISTANT, TOOL, Entry, ToolCall, ToolOutput
+from tomc.chat._meter import meter_for
+from tomc.chat._work_memory import MAX_HEADER_ARGS, build_work_memory, call_header
+
+METER = meter_for("o200k_base")
+HEADER = "[work memory]"
+CALL = re.compile(r"^\[call (\d+) ")
+
+
+def group(number: int, command: str, output: str) -> list[Entry]:
+    call = ToolCall(f"c{number}", "bash", f'{{"command": "{command}"}}')
+    return [
+        Entry(ASSISTANT, "assistant", calls=(call,)),
+        Entry(TOOL, "tool", outputs=(ToolOutput(call.id, output),)),
+    ]
+
+
+def build(entries, budget=10_000, task="fix the handler", focus=(), later=""):
+    return build_work_memory(
+        entries,
+        task=task,
+        focus=focus,
+        later_text=later,
+        budget=budget,
+        count=METER.count,
+        header=HEADER,
+    )
+
+
+def sections(text: str) -> dict[int, list[str]]:
+    """Lines under each call header, by call number."""
+    out: dict[int, list[str]] = {}
+    current = None
+    for line in text.splitlines()[1:]:
+        match = CALL.match(line)
+        if match:
+            current = int(match[1])
+            out[current] = []
+        elif current is not None and not line.startswith("assistant: "):
+            out[current].append(line)
+    return out
+
+
+def test_each_kept_line_sits_under_the_call_that_printed_it():
+    entries = group(0, "cat app.py", "def handler():\n    return 1") + group(
+        1, "grep -n handler tests.py", "12: handler()\n13: assert handler() == 1"
+    )
+    memory = build(entries)
+    assert memory.text.startswith(HEADER + "\n")
+    assert sections(memory.text) == {
+        1: ["def handler():", "    return 1"],
+        2: ["12: handler()", "13: assert handler() == 1"],
+    }
+    assert "[call 1 bash] cat app.py" in memory.text
+
+
+def test_the_newest_copy_of_a_line_wins_and_later_text_is_not_repeated():
+    entries = group(0, "cat app.py", "x = 1\ny = 2") + group(1, "cat app.py", "x = 1\nz = 3")
+    memory = build(entries, later="z = 3")
+    kept = sections(memory.text)
+    assert kept[2] == ["x = 1"]  # the re-read holds the only copy; z = 3 is sent raw later
+    assert "y = 2" in kept[1] and "x = 1" not in kept[1]
+
+
+def test_long_arguments_are_cut_in_the_header():
+    call = ToolCall("c0", "bash", '{"command": "' + "echo " + "x" * 500 + '"}')
+    header = call_header(4, call)
+    assert header.startswith("[call 4 bash] echo xxx") and header.endswith("…")
+    assert len(header) <= len("[call 4 bash] ") + MAX_HEADER_ARGS
+
+
+@given(agent_loops(), st.integers(0, 3000), st.booleans())
+def test_never_over_budget_and_lines_are_verbatim(history, budget, with_focus):
+    entries = [e for e in entries_of(history) if e.kind in (ASSISTANT, TOOL)]
+    focus = entries[-2:] if with_focus else ()
+    memory = build(entries, budget=budget, focus=focus)
+    header_cost = METER.count(HEADER + "\n")
+    if budget >= header_cost:
+        assert METER.count(memory.text) <= max(budget, header_cost)
+    outputs = {line for e in entries for o in e.outputs for line in o.text.splitlines()}
+    notes = {line for e in entries for line in e.text.splitlines()}
+    for line in memory.text.splitlines()[1:]:
+        assert CALL.match(line) or line in outputs or line.removeprefix("assistant: ") in notes, (
+            line
+        )
+
+
+def test_recent_work_is_preferred_when_the_budget_is_tight():
+    entries = []
+    for number in range(30):
+        entries += group(number, f"cat module{number}.py", f"line {number} of module{number}")
+    memory = build(entries, budget=120)
+    kept = sections(memory.text)
+    assert max(kept) == 30 and 1 not in kept
+
+
+def test_exact_records_come_first_when_the_task_asks_for_them():
+    from tomc.chat._layout import WORK
+    from tomc.chat._memory import build_region_memory
+
+    entries = group(0, "cat deploy.cfg", "deploy_target = staging\nregion = eu") + group(
+        1, "grep target app.log", "rollback_target copies deploy_target\nstarted ok"
+    )
+    entries += group(2, "cat deploy.cfg", "deploy_target = production")
+
+    def build(task: str) -> str:
+        return build_region_memory(
+            entries,
+            kind=WORK,
+            task=task,
+            focus=(),
+            later=(),
+            budget=400,
+            meter=METER,
+            strategy="tomc_raw",
+        ).text
+
+    asked = build("What is the current value of rollback_target?").splitlines()
+    assert asked[1].startswith("STATE rollback_target = staging (")  # right after the header
+    plain = build("Why did the deploy start?").splitlines()
+    assert not any(line.startswith("STATE ") for line in plain)
+
+
+def test_exec_framing_is_not_kept_as_evidence_but_a_failing_exit_is():
+    output = (
+        "Chunk ID: 4f1c\nWall time: 0.0123 seconds\nProcess exited with code 0\n"
+        "Original token count: 12\nOutput:\nsecret_token = tok-7f3a9c51e2\n"
+    )
+    failing = "Script completed\nWall time 0.1 seconds\nOutput:\nProcess exited with code 2\n"
+    entries = [
+        Entry(ASSISTANT, "assistant", calls=(ToolCall("c1", "exec", '{"cmd": "cat a.log"}'),)),
+        Entry(TOOL, "tool", outputs=(ToolOutput("c1", output),)),
+        Entry(ASSISTANT, "assistant", calls=(ToolCall("c2", "exec", '{"cmd": "make"}'),)),
+        Entry(TOOL, "tool", outputs=(ToolOutput("c2", failing),)),
+    ]
+    memory = build_work_memory(
+        entries,
+        task="secret_token",
+        focus=(),
+        later_text="",
+        budget=500,
+        count=lambda text: len(text.split()),
+        header="[memory]",
+    )
+    assert "secret_token = tok-7f3a9c51e2" in memory.text
+    assert "Process exited with code 2" in memory.text
+    for framing in (
+        "Chunk ID",
+        "Wall time",
+        "Original token count",
+        "Output:",
+        "code 0",
+        "Script completed",
+    ):
+        assert framing not in memory.text
+    assert memory.candidate_lines == 2

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tomc import InvalidOptionError, LexicalCounter, default_budget, get_counter
+from tomc._core.tokens import CHARS_PER_TOKEN_FLOOR, safe_cost
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("hello world", ["hello", "world"]),
+        ("don't stop!", ["don", "'", "t", "stop", "!"]),
+        ("snake_case v2.0", ["snake_case", "v2", ".", "0"]),
+        ("中文abc", ["中", "文", "abc"]),
+        ("カタカナ한국", ["カ", "タ", "カ", "ナ", "한", "국"]),
+        ("  \n\t ", []),
+    ],
+)
+def test_lexical_tokens(text: str, tokens: list[str]) -> None:
+    assert LexicalCounter().tokenize(text) == tokens
+    assert LexicalCounter().count(text) == len(tokens)
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\n\r"), max_size=30)))
+def test_lexical_counter_is_additive_over_lines(rows: list[str]) -> None:
+    counter = LexicalCounter()
+    assert counter.count("".join(r + "\n" for r in rows)) == sum(
+        counter.count(r + "\n") for r in rows
+    )
+
+
+def test_counter_errors() -> None:
+    with pytest.raises(InvalidOptionError, match="bpe:o200k_base"):
+        get_counter("bpe:p50k")
+    with pytest.raises(InvalidOptionError):
+        get_counter(3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("tokens", "budget"),
+    [
+        (0, 1024),
+        (1000, 1024),
+        (10_000, 8000),
+        (100_000, 70_000),
+        (1_000_000, 600_000),
+        (5_000_000, 3_000_000),
+    ],
+)
+def test_default_budget(tokens: int, budget: int) -> None:
+    assert default_budget(tokens) == budget
+
+
+def test_default_budget_slides_monotonically() -> None:
+    ratios = [default_budget(n) / n for n in (20_000, 50_000, 200_000, 500_000)]
+    assert all(0.6 < r < 0.8 for r in ratios)
+    assert ratios == sorted(ratios, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "cost"),
+    [
+        ("hello world", 2),  # ordinary text: the lexical count
+        ("x" * 80, 10),  # an unbroken run: one token per 8 characters
+        ("x" * 81, 11),
+        ("    indented = 1", 3),  # white space at the ends does not count towards the floor
+        ("a" * 16 + "\n" + "b" * 16 + "\n\n   \n", 4),  # per line, so additive over lines
+        ("中文" * 10, 20),  # CJK characters are one token each already
+        ("", 0),
+    ],
+)
+def test_safe_cost_floors_lexical_counts_by_characters(text: str, cost: int) -> None:
+    assert safe_cost("lexical", text) == cost == safe_cost(LexicalCounter(), text)
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40)))
+def test_safe_cost_is_additive_over_lines_and_at_least_the_count(lines: list[str]) -> None:
+    rows = [line for row in lines for line in row.splitlines()]
+    text = "".join(row + "\n" for row in rows)
+    assert safe_cost("lexical", text) == sum(safe_cost("lexical", row) for row in rows)
+    assert safe_cost("lexical", text) >= LexicalCounter().count(text)
+    assert safe_cost("lexical", text) * CHARS_PER_TOKEN_FLOOR >= sum(len(r.strip()) for r in rows)
