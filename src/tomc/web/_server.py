@@ -3,6 +3,9 @@
 :func:`make_server` binds the socket at once (so a taken port is an ``OSError`` right there and
 ``port=0`` has a known port), then :meth:`InspectorServer.run` serves in the foreground (what
 ``tomc serve`` does) or :meth:`InspectorServer.start` in a background thread (tests, embedding).
+:class:`WorkerServer` serves one socket from several processes (``tomc gateway serve
+--workers N``): uvicorn's supervisor starts them, restarts one that dies, and stops them all on
+Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from types import TracebackType
 
 import uvicorn
 from starlette.types import ASGIApp
+from uvicorn.supervisors import Multiprocess
 
 from .._core.compiler import compile_memory
 from .._service import CompileFunction
@@ -27,6 +31,7 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "InspectorServer",
+    "WorkerServer",
     "allowed_hosts_for",
     "make_server",
     "serve",
@@ -87,6 +92,65 @@ def _bind(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
+def _config(
+    app: ASGIApp | str, *, backlog: int, quiet: bool, verbose: bool, lifespan: str, **extra: object
+) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        http="auto",
+        loop="asyncio",
+        ws="none",
+        lifespan=lifespan,
+        backlog=backlog,
+        log_config=None,
+        log_level="critical" if quiet else "info" if verbose else "warning",
+        access_log=verbose and not quiet,
+        timeout_graceful_shutdown=2,
+        server_header=False,
+        **extra,
+    )
+
+
+class WorkerServer:
+    """``workers`` processes serving one socket bound here; each builds its app by calling
+    ``factory`` (an import string, ``"package.module:function"``)."""
+
+    def __init__(
+        self,
+        factory: str,
+        host: str,
+        port: int,
+        workers: int,
+        *,
+        backlog: int = BACKLOG,
+        verbose: bool = False,
+        lifespan: str = "on",
+    ) -> None:
+        self.socket = _bind(host, port, backlog)
+        self.host = host
+        self.port = self.socket.getsockname()[1]
+        self._config = _config(
+            factory,
+            backlog=backlog,
+            quiet=False,
+            verbose=verbose,
+            lifespan=lifespan,
+            factory=True,
+            workers=workers,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://{_url_host(self.host)}:{self.port}/"
+
+    def run(self) -> None:
+        """Start the workers and supervise them until Ctrl-C or SIGTERM."""
+        try:
+            Multiprocess(self._config, sockets=[self.socket]).run()
+        finally:
+            self.socket.close()
+
+
 class InspectorServer:
     """uvicorn serving ``app`` on an already bound socket; ``url`` is where it answers."""
 
@@ -104,19 +168,7 @@ class InspectorServer:
         self.socket = _bind(host, port, backlog)
         self.host = host
         self.port = self.socket.getsockname()[1]
-        config = uvicorn.Config(
-            app,
-            http="auto",
-            loop="asyncio",
-            ws="none",
-            lifespan=lifespan,
-            backlog=backlog,
-            log_config=None,
-            log_level="critical" if quiet else "info" if verbose else "warning",
-            access_log=verbose and not quiet,
-            timeout_graceful_shutdown=2,
-            server_header=False,
-        )
+        config = _config(app, backlog=backlog, quiet=quiet, verbose=verbose, lifespan=lifespan)
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 

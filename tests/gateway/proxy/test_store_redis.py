@@ -156,18 +156,18 @@ def test_shared_conversations_carry_state_between_processes_and_cache_by_version
         )
         first = await one.checkout("k", "chat")
         first.conversation.session.rebuilds = 1
-        await first.finish(None, 200)
+        await first.finish()
         second = await two.checkout("k", "chat")  # another process: loads version 1
         assert second.conversation.session.rebuilds == 1
         second.conversation.session.rebuilds = 2
-        await second.finish(None, 200)
+        await second.finish()
         third = await one.checkout("k", "chat")  # its cached copy is stale: reloaded
         assert third.conversation.session.rebuilds == 2 and one.cache.misses == 1
         session = third.conversation.session
-        await third.finish(None, 200)
+        await third.finish()
         fourth = await one.checkout("k", "chat")  # nothing saved elsewhere: the cached object
         assert fourth.conversation.session is session
-        await fourth.finish(None, 200)
+        await fourth.finish()
         status = await two.status()
         assert status["conversations"][0]["rebuilds"] == 2
         assert status["session_store"]["available"]
@@ -190,7 +190,7 @@ def test_a_store_that_goes_down_is_passed_through_then_used_again(tmp_path, capl
         async def work() -> None:
             checkout = await shared.checkout("k", "chat")
             assert checkout.conversation is not None
-            await checkout.finish(None, 200)
+            await checkout.finish()
             server.stop()
             down = await shared.checkout("k", "chat")
             assert down.conversation is None  # passes through unchanged
@@ -200,7 +200,7 @@ def test_a_store_that_goes_down_is_passed_through_then_used_again(tmp_path, capl
             await asyncio.sleep(0.25)
             back = await shared.checkout("k", "chat")
             assert back.conversation is not None
-            await back.finish(None, 200)
+            await back.finish()
             await shared.close()
 
         with caplog.at_level("WARNING", logger="tomc.gateway"):

@@ -9,19 +9,27 @@ reused); every other path (``/v1/messages/count_tokens``, ``/v1/responses/compac
 savings, and the usage ledger's traffic (:mod:`tomc._gateway.proxy.ledger`; never message text or
 credentials), and the inspector keeps its page and API.
 
+Where conversations live is the session store's business (:mod:`tomc._gateway.proxy.store`):
+this process's memory by default, or a shared store (``--session-store redis://...``) that
+every gateway process leases each conversation from, so that consecutive requests may land on
+any process. Served beyond loopback, the app answers only the ``--allow-host`` names, and the
+status page and inspector want the status token (:mod:`tomc._gateway.proxy.access`).
+
 Failing open is the rule: a body that is not JSON, a compressed body, or any error inside TOMC
 sends the original request bytes unchanged, and says why in the log.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, replace
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -30,7 +38,7 @@ import httpx2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ... import __version__
@@ -50,13 +58,16 @@ from ..settings import (
     GatewaySettings,
     gateway_dir,
     load_settings,
-    parse_context_target,
 )
+from .access import StatusAccess
 from .ledger import LedgerEntry, UsageLedger, ledger_path
+from .options import RequestOptions
 from .relay import UsageSniffer, error_response, forward_headers, relay
 from .routing import API_PATHS, conversation_key, route_request
 from .sessions import Conversation, MemorySessionStore, SessionStore
 from .status_page import render_status_page
+from .store import Checkout, Conversations, StoreURL, open_conversations, store_url
+from .store.memory import LocalConversations
 
 __all__ = [
     "MAX_REWRITE_BYTES",
@@ -78,52 +89,20 @@ _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _COMPACT_PATHS = {"/v1/responses/compact": "responses"}
 
 
-@dataclass(frozen=True)
-class RequestOptions:
-    """What a request asks of TOMC through its ``x-tomc-*`` headers.
-
-    ``x-tomc-context-target: N`` or ``off`` is an explicit per-run option (it wins over the
-    settings file); ``x-tomc-context-target: N; source=agent`` is the default ``tomc run``
-    computed from the agent's own configuration (the settings file wins over it).
-    ``x-tomc-thinking-prefix: passthrough|drop_block`` overrides the setting. A value that
-    does not parse is ignored (logged), never fatal.
-    """
-
-    target: int | str | None = None
-    agent_target: int | None = None
-    thinking_prefix: str | None = None
-
-    @classmethod
-    def from_headers(cls, headers: dict[str, str]) -> RequestOptions:
-        target = agent_target = thinking = None
-        raw = headers.get(TARGET_HEADER, "").strip()
-        if raw:
-            value, _, params = raw.partition(";")
-            try:
-                parsed = parse_context_target(value)
-            except Exception:
-                logger.warning("ignoring %s: %r", TARGET_HEADER, raw)
-                parsed = None
-            if "source=agent" in params.replace(" ", "").lower():
-                agent_target = parsed if isinstance(parsed, int) else None
-            else:
-                target = parsed
-        raw = headers.get(THINKING_HEADER, "").strip().lower()
-        if raw in ("passthrough", "drop_block"):
-            thinking = raw
-        elif raw:
-            logger.warning("ignoring %s: %r", THINKING_HEADER, raw)
-        return cls(target, agent_target, thinking)
-
-
 class Gateway:
-    """The proxy's state: settings, the upstream HTTP client and the conversation store."""
+    """The proxy's state: settings, the upstream HTTP client and the conversation store.
+
+    ``session_store`` is a ``--session-store`` URL (default: this process's memory, where
+    ``store`` may be given); ``conversations`` replaces the store altogether.
+    """
 
     def __init__(
         self,
         settings: GatewaySettings,
         *,
         store: SessionStore | None = None,
+        session_store: str | StoreURL | None = None,
+        conversations: Conversations | None = None,
         session_factory: Callable[[], AutomaticChatSession] | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
         timeout: httpx2.Timeout | None = None,
@@ -147,7 +126,15 @@ class Gateway:
         # An agent's recent steps may be shortened to the latest turn when its tool outputs are
         # big: otherwise each request right after a build would rebuild (a cache miss each).
         factory = session_factory or partial(AutomaticChatSession, min_recent_messages=0)
-        self.store = store or MemorySessionStore(factory)
+        url = session_store if isinstance(session_store, StoreURL) else store_url(session_store)
+        #: This process's sessions (``None`` with a shared store).
+        self.store: SessionStore | None = None
+        if conversations is None and url.scheme == "memory":
+            self.store = store or MemorySessionStore(factory)
+            conversations = LocalConversations(self.store, url)
+        self.conversations = conversations or open_conversations(url, factory)
+        # Store bookkeeping that runs after a request's answer (saving, counting).
+        self._tasks: set[asyncio.Task[None]] = set()
         self._transport = transport
         self._timeout = timeout or httpx2.Timeout(connect=30.0, read=600.0, write=120.0, pool=30.0)
         self.client: httpx2.AsyncClient | None = None
@@ -170,7 +157,21 @@ class Gateway:
                 yield
             finally:
                 self.client = None
+                if self._tasks:  # conversations still being saved
+                    await asyncio.wait(self._tasks, timeout=10)
+                await self.conversations.close()
                 await anyio.to_thread.run_sync(self.ledger.close)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run store bookkeeping after the answer, without holding the request back."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _count(self, **figures: int) -> None:
+        """Figures outside a conversation: summed in a shared store, kept here otherwise."""
+        if self.conversations.shared:
+            self._spawn(self.conversations.count(Counter(figures)))
 
     # ---------------------------------------------------------------- settings
 
@@ -216,27 +217,36 @@ class Gateway:
         }
         route = route_request(path, request.url.query, headers, self.settings)
         body = await request.body()
-        prepared_body, add, conversation = body, {}, None
+        prepared_body, add, checkout = body, {}, None
         api = route.api if request.method == "POST" else None
         if api is not None:
-            prepared_body, add, conversation = await self._rewrite(api, headers, body, options)
+            prepared_body, add, checkout = await self._rewrite(api, headers, body, options)
         else:
             self.passthrough_paths += 1
+            self._count(passthrough_paths=1)
+        conversation = checkout.conversation if checkout is not None else None
+        if api is not None and conversation is None:
+            self._count(unprepared=1)
         # Read now: _rewrite recorded it and nothing ran since (no await in between).
         decision = conversation.last_decision if conversation is not None else None
         sniffer = None
         if api is not None:
             sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens)
         compact_api = _COMPACT_PATHS.get(path) if request.method == "POST" else None
+        finished = False
 
         def done(prompt_tokens: int | None, status: int) -> None:
+            nonlocal finished
+            finished = True
             if conversation is not None and prompt_tokens is not None and status < 400:
                 conversation.session.observe_usage(prompt_tokens)
+            if checkout is not None:  # saved and released once the answer is out
+                self._spawn(checkout.finish())
             if compact_api is not None and status < 400:
-                self._note_compaction(compact_api, headers, body)
+                self._spawn(self._note_compaction(compact_api, headers, body))
             self._record_usage(api, conversation, decision, sniffer, status)
 
-        return await relay(
+        response = await relay(
             self.client,
             method=request.method,
             url=route.url,
@@ -246,6 +256,9 @@ class Gateway:
             sniffer=sniffer,
             on_done=done,
         )
+        if checkout is not None and not finished and not isinstance(response, StreamingResponse):
+            self._spawn(checkout.finish())  # the upstream was not reached: hand it back now
+        return response
 
     def context_target(
         self, api: str, headers: dict[str, str], data: dict[str, Any], options: RequestOptions
@@ -269,8 +282,9 @@ class Gateway:
 
     async def _rewrite(
         self, api: str, headers: dict[str, str], body: bytes, options: RequestOptions | None = None
-    ) -> tuple[bytes, dict[str, str], Conversation | None]:
-        """The body to send, headers to add, and the conversation; the original on any failure."""
+    ) -> tuple[bytes, dict[str, str], Checkout | None]:
+        """The body to send, headers to add, and the conversation checked out for it; the
+        original body on any failure."""
         if headers.get("content-encoding", "identity") != "identity":
             logger.info("forwarding a %s request unchanged: its body is compressed", api)
             return body, {}, None
@@ -285,10 +299,14 @@ class Gateway:
         if not isinstance(data, dict):
             return body, {}, None
         options = options or RequestOptions()
-        conversation = None
+        checkout = conversation = None
         try:
             target, source = self.context_target(api, headers, data, options)
-            conversation = self.store.get(conversation_key(api, headers, data), api)
+            checkout = await self.conversations.checkout(conversation_key(api, headers, data), api)
+            conversation = checkout.conversation
+            if conversation is None:
+                logger.info("forwarding a %s request unchanged: session store unavailable", api)
+                return body, {}, checkout
             conversation.target_source = source
             prepared = await anyio.to_thread.run_sync(
                 partial(
@@ -309,7 +327,7 @@ class Gateway:
             )
             if conversation is not None:
                 conversation.record(None, time.monotonic())
-            return body, {}, None
+            return body, {}, checkout
         decision = prepared.decision
         conversation.record(decision, time.monotonic())
         logger.info(
@@ -321,9 +339,9 @@ class Gateway:
             decision.tokens_after,
         )
         if prepared.body is data:
-            return body, {}, conversation
+            return body, {}, checkout
         encoded = json.dumps(prepared.body, ensure_ascii=False, separators=(",", ":"))
-        return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), conversation
+        return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), checkout
 
     def _record_usage(
         self,
@@ -355,23 +373,38 @@ class Gateway:
         except Exception as exc:  # only bookkeeping
             logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
 
-    def _note_compaction(self, api: str, headers: dict[str, str], body: bytes) -> None:
+    async def _note_compaction(self, api: str, headers: dict[str, str], body: bytes) -> None:
         """The agent compacted through its own endpoint: its session cools down as after a
         native compaction."""
         try:
             data = json.loads(body)
-            conversation = self.store.get(conversation_key(api, headers, data), api)
+            checkout = await self.conversations.checkout(conversation_key(api, headers, data), api)
         except Exception:  # only bookkeeping: never fail the request for it
             return
-        conversation.session.note_compaction(f"{api} compact endpoint")
+        if checkout.conversation is not None:
+            checkout.conversation.session.note_compaction(f"{api} compact endpoint")
+        await checkout.finish()
 
     # ---------------------------------------------------------------- status
 
-    def status(self, *, traffic_limit: int = 20) -> dict[str, Any]:
+    async def live_status(self) -> dict[str, Any]:
+        """The live figures of :meth:`status`, read from the session store."""
+        return await self.conversations.status()
+
+    def status(
+        self, *, traffic_limit: int = 20, live: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Live figures, and ``traffic``: the ledger's totals, latest conversations and chart
-        series (kept across restarts). Waits briefly for finished requests to be stored."""
+        series (kept across restarts). Waits briefly for finished requests to be stored.
+
+        ``live`` comes from :meth:`live_status`; without it (callable from any thread) only
+        an in-process store can be read."""
         now = time.monotonic()
-        conversations = [c.to_dict(now) for c in self.store.conversations()]
+        if live is None:
+            if not isinstance(self.conversations, LocalConversations):
+                raise TypeError("a shared store's status is read with live_status() first")
+            live = self.conversations.snapshot()
+        live = {"requests": self.requests, "passthrough_paths": self.passthrough_paths, **live}
         try:
             self.ledger.flush(1.0)
             traffic: dict[str, Any] | None = self.ledger.traffic(limit=traffic_limit)
@@ -391,10 +424,12 @@ class Gateway:
                 else self.settings.context_target
             ),
             "agent_defaults": agent_defaults(),
-            "requests": self.requests,
-            "passthrough_paths": self.passthrough_paths,
-            "tokens_saved": sum(c["tokens_saved"] for c in conversations),
-            "conversations": conversations,
+            **live,
+            "this_process": {
+                "pid": os.getpid(),
+                "requests": self.requests,
+                "passthrough_paths": self.passthrough_paths,
+            },
             "traffic": traffic,
         }
 
@@ -409,11 +444,21 @@ def create_gateway_app(
     gateway: Gateway | None = None,
     home: str | os.PathLike[str] | None = None,
     pinned: Mapping[str, Any] | None = None,
+    session_store: str | StoreURL | None = None,
+    allowed_hosts: Collection[str] | None = LOOPBACK_HOSTS,
+    status_token: str | None = None,
 ) -> Starlette:
     """The gateway application (see the module docstring). With ``home``, settings saved there
-    later are picked up while it runs, except the ``pinned`` ones (command-line options)."""
+    later are picked up while it runs, except the ``pinned`` ones (command-line options).
+
+    ``session_store`` is a ``--session-store`` URL; ``allowed_hosts`` the Host names it answers
+    (``None``: any); ``status_token`` guards the status page and the inspector."""
     settings = settings or GatewaySettings()
-    gateway = gateway or Gateway(settings, home=home, pinned=pinned)
+    gateway = gateway or Gateway(settings, home=home, pinned=pinned, session_store=session_store)
+
+    async def status() -> dict[str, Any]:
+        live = await gateway.live_status()
+        return await anyio.to_thread.run_sync(partial(gateway.status, live=live))
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse(
@@ -421,10 +466,10 @@ def create_gateway_app(
         )
 
     async def status_json(request: Request) -> JSONResponse:
-        return JSONResponse(await anyio.to_thread.run_sync(gateway.status))
+        return JSONResponse(await status())
 
     async def status_page(request: Request) -> HTMLResponse:
-        return HTMLResponse(_status_page(await anyio.to_thread.run_sync(gateway.status)))
+        return HTMLResponse(_status_page(await status()))
 
     async def proxy(request: Request) -> Response:
         try:
@@ -444,6 +489,9 @@ def create_gateway_app(
             *inspector_routes(),
             Route("/{path:path}", proxy, methods=_METHODS),
         ],
-        middleware=[Middleware(HostCheck, allowed=LOOPBACK_HOSTS)],
+        middleware=[
+            Middleware(HostCheck, allowed=allowed_hosts),
+            Middleware(StatusAccess, token=status_token),
+        ],
         lifespan=gateway.lifespan,
     )

@@ -225,12 +225,13 @@ class StateStore(Protocol):
 
 class Checkout(Protocol):
     """A conversation checked out for one request: ``conversation`` is ready to prepare (or
-    ``None``: the request goes out unchanged); :meth:`finish` hands it back once."""
+    ``None``: the request goes out unchanged); :meth:`finish` hands it back once the answer
+    has been relayed and its usage fed to the session."""
 
     conversation: Conversation | None
 
-    async def finish(self, prompt_tokens: int | None, status: int) -> None:
-        """Feed the upstream's usage back, save, release (idempotent, never raises)."""
+    async def finish(self) -> None:
+        """Save and release (idempotent, never raises)."""
 
 
 class Conversations(Protocol):
@@ -243,9 +244,13 @@ class Conversations(Protocol):
     async def checkout(self, key: str, api: str) -> Checkout:
         """The conversation ``key``, created on first use, leased for one request."""
 
-    async def status(self, now: float) -> dict[str, Any]:
-        """The figures the status page shows: ``conversations`` (latest first) and the totals
-        (``requests``, ``tokens_saved``, ...), summed over every process for a shared kind."""
+    async def count(self, figures: Mapping[str, int]) -> None:
+        """Add figures outside any conversation (a shared kind sums them in the store)."""
+
+    async def status(self) -> dict[str, Any]:
+        """The figures the status page shows: ``conversations`` (latest first) and
+        ``tokens_saved``; a shared kind adds ``requests``, ``passthrough_paths`` and
+        ``session_store``, summed over every process."""
 
     async def close(self) -> None:
         """Release what the store holds (connections)."""

@@ -8,6 +8,7 @@ why one process is the limit (``--workers`` above 1 needs a shared kind).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from ..sessions import Conversation, MemorySessionStore, SessionStore
@@ -22,10 +23,8 @@ class _LocalCheckout:
     def __init__(self, conversation: Conversation) -> None:
         self.conversation: Conversation | None = conversation
 
-    async def finish(self, prompt_tokens: int | None, status: int) -> None:
-        conversation, self.conversation = self.conversation, None
-        if conversation is not None and prompt_tokens is not None and status < 400:
-            conversation.session.observe_usage(prompt_tokens)
+    async def finish(self) -> None:
+        return None  # the live session is the store
 
 
 class LocalConversations:
@@ -36,25 +35,24 @@ class LocalConversations:
     def __init__(self, sessions: SessionStore, url: StoreURL | None = None) -> None:
         self.sessions = sessions
         self.url = url or StoreURL("memory", "memory")
-        self.requests = 0
-        self.passthrough_paths = 0
 
     async def checkout(self, key: str, api: str) -> _LocalCheckout:
         return _LocalCheckout(self.sessions.get(key, api))
 
-    def count(self, *, requests: int = 0, passthrough_paths: int = 0) -> None:
-        self.requests += requests
-        self.passthrough_paths += passthrough_paths
+    async def count(self, figures: Mapping[str, int]) -> None:
+        return None  # the gateway keeps its own counters
 
-    async def status(self, now: float | None = None) -> dict[str, Any]:
-        now = time.monotonic() if now is None else now
+    def snapshot(self) -> dict[str, Any]:
+        """:meth:`status`, callable from any thread."""
+        now = time.monotonic()
         conversations = [c.to_dict(now) for c in self.sessions.conversations()]
         return {
-            "requests": self.requests,
-            "passthrough_paths": self.passthrough_paths,
             "tokens_saved": sum(c["tokens_saved"] for c in conversations),
             "conversations": conversations,
         }
+
+    async def status(self) -> dict[str, Any]:
+        return self.snapshot()
 
     async def close(self) -> None:
         return None

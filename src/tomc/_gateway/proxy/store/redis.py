@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ...._core.errors import GatewayError
 from ...._core.extras import install_hint
-from .base import Lease, SavedState, SessionFactory, StoreURL, StoreUnavailableError
+from .base import Lease, SavedState, SessionFactory, StoreUnavailableError, StoreURL
 
 __all__ = ["SCHEMES", "RedisStateStore", "open_conversations"]
 

@@ -36,6 +36,9 @@ Snapshot = Callable[[AutomaticChatSession], bytes]
 Restore = Callable[[AutomaticChatSession, bytes], None]
 #: Conversations the status page lists.
 STATUS_LIMIT = 50
+# What every request adds to one of: prepared in a conversation, sent unchanged (body not
+# JSON, store down), or a path only forwarded.
+_ALL_REQUESTS = ("requests", "unprepared", "passthrough_paths")
 
 
 class OutageGuard:
@@ -125,7 +128,7 @@ class _PassThrough:
 
     conversation: Conversation | None = None
 
-    async def finish(self, prompt_tokens: int | None, status: int) -> None:
+    async def finish(self) -> None:
         return None
 
 
@@ -157,7 +160,7 @@ class _SharedCheckout:
                 logger.warning("lease of %s lost while its request ran", self._lease.key)
                 return
 
-    async def finish(self, prompt_tokens: int | None, status: int) -> None:
+    async def finish(self) -> None:
         conversation, self.conversation = self.conversation, None
         if conversation is None:
             return
@@ -165,9 +168,6 @@ class _SharedCheckout:
             self._renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewing
-        session = conversation.session
-        if prompt_tokens is not None and status < 400:
-            session.observe_usage(prompt_tokens)
         try:
             await self._owner.hand_back(conversation, self._lease, self._rebuilds)
         except Exception as exc:  # never fail a finished request for its bookkeeping
@@ -271,7 +271,7 @@ class SharedConversations:
         except StoreUnavailableError as exc:
             self.guard.failed(exc)
 
-    async def status(self, now: float | None = None) -> dict[str, Any]:
+    async def status(self) -> dict[str, Any]:
         store = {
             "kind": self.url.scheme,
             "url": self.url.shown,
@@ -289,7 +289,7 @@ class SharedConversations:
             totals, recent = {}, []
             store["available"] = False
         return {
-            "requests": totals.get("requests", 0) + totals.get("passthrough_paths", 0),
+            "requests": sum(totals.get(n, 0) for n in _ALL_REQUESTS),
             "passthrough_paths": totals.get("passthrough_paths", 0),
             "tokens_saved": totals.get("tokens_before", 0) - totals.get("tokens_after", 0),
             "conversations": recent,
