@@ -231,13 +231,21 @@ class SharedConversations:
         """Save (when leased) and count one finished request of ``conversation``."""
         session = conversation.session
         if lease is not None:
-            data = await anyio.to_thread.run_sync(self._snapshot, session)
+            try:
+                data = await anyio.to_thread.run_sync(self._snapshot, session)
+            except Exception as exc:  # keep the saved state; never keep the lease
+                logger.warning(
+                    "%s: state not saved (%s: %s)", conversation.key, type(exc).__name__, exc
+                )
+                data = None
             try:
                 version = await self.store.save(lease, data)
             except StoreUnavailableError as exc:
                 self.guard.failed(exc)
                 return
-            if version is None:
+            if data is None:
+                pass  # released; the cached copy (if any) went when the lease was taken
+            elif version is None:
                 logger.warning(
                     "%s: lease lost before saving; this request's state is dropped",
                     conversation.key,
