@@ -167,7 +167,8 @@ def to_markdown(result: dict[str, Any]) -> list[str]:
         f"{result['conversations']} concurrent conversations, bodies of "
         f"{result['body_kb']:,.0f} KB (about {result['tokens'] / 1000:.0f}K o200k tokens), each "
         f"sending its first request and then its next ({result['requests']} streamed requests); "
-        f"direct to the upstream: p50 {result['direct_p50_s']:.2f} s, {result['direct_rps']:.1f} req/s.",
+        f"direct to the upstream: p50 {result['direct_p50_s']:.2f} s, "
+        f"{result['direct_rps']:.1f} req/s.",
         "",
         "| store | processes | streams intact | p50 | p99 | added p50 | added p99 | throughput "
         "| one at a time: added p50 | Redis over memory (p50) |",
