@@ -45,6 +45,7 @@ from ._core.errors import (
     NotebookStoreError,
 )
 from ._core.sources import MAX_INTERACTIVE_CHARS
+from ._home import HOME_ENV, default_home
 from ._service import check_recallable
 
 __all__ = [
@@ -61,7 +62,6 @@ __all__ = [
 ]
 
 DB_FILENAME = "notebooks.sqlite3"
-HOME_ENV = "TOMC_HOME"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 NAME_RULE = "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
 SaveMode = Literal["append", "replace"]
@@ -117,16 +117,6 @@ class NotebookInfo:
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }
-
-
-def default_home() -> Path:
-    """``$TOMC_HOME`` if set and nonempty, else the platform's user data directory for tomc."""
-    env = os.environ.get(HOME_ENV, "").strip()
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("tomc", appauthor=False))
 
 
 def join_entries(texts: Sequence[str]) -> str:

@@ -513,7 +513,7 @@ def create_server(
     """Build the TOMC MCP server.
 
     ``store`` is the notebook store to use; by default the one at ``$TOMC_HOME`` or the user
-    data directory (see :func:`tomc._notebooks.default_home`). The store file is created only
+    data directory (see :func:`tomc._home.default_home`). The store file is created only
     when a notebook tool first needs it. ``compile_fn`` replaces the compiler (tests).
     """
     notebooks = store if store is not None else NotebookStore()

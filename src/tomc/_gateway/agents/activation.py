@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..._core.errors import GatewayError, InvalidOptionError
-from ..._notebooks import default_home
+from ..._home import default_home
 from ..local.health import gateway_root, loopback_port, probe, wait_until_answering
 from ..local.leases import RUN_GATEWAY_FILE, live_leases, read_run_gateway, run_lock, stop_gateway
 from ..local.login import CommandRunner, install_login_entry, login_entry, remove_login_entry

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._core.errors import GatewayError
-from ..._notebooks import default_home
+from ..._home import default_home
 from ..agents.activation import client_config_path, pointed_url, points_at_gateway
 from ..agents.agent_config import CLIENTS, decode_config, read_config
 from ..agents.journal import load_record
