@@ -24,7 +24,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -222,7 +222,6 @@ def activate(
     _check_codex_home(client, environ)
     path = client_config_path(client, environ)
     target = Path(os.path.realpath(path))
-    done: list[str] = []
 
     record = load_record(folder, client)
     if record is not None and Path(record.target) != target:
@@ -234,84 +233,20 @@ def activate(
     text = decode_config(path, data) if data is not None else ""
     edit = _edit(client, text, port, environ, str(path))
     new_bytes = _encode(edit.text, data) if edit.changed else data or b""
-    written = sha256(new_bytes) or ""
 
     # Everything above only read; from here on things change.
-    found = probe(port)
-    if found.other:
-        raise _not_answering(port, other=True)
-    if login:
-        if runner is None:
-            from ..local.login import run_command
+    if login and runner is None:
+        from ..local.login import run_command
 
-            runner = run_command
-        entry = login_entry(port, home_path, folder, platform=platform, environ=environ)
-        done += install_login_entry(entry, folder, client, runner, start_now=not found.answering)
-        if not found.answering:
-            try:
-                wait_until_answering(port, start_timeout_s)
-            except GatewayError as exc:
-                raise GatewayError(
-                    f"{exc}, so {path} was not changed; the login entry is installed "
-                    "(`tomc restore-direct` removes it)"
-                ) from None
-    elif not found.answering:
-        raise _not_answering(port, found.other)
+        runner = run_command
+    start = _LoginStart(runner, platform, environ, start_timeout_s) if login else None
+    done = _ensure_gateway(port, home_path, folder, client, path, start)
     recovering = record is None or record.state == "pending"
     before = record  # the journal as it was, to go back to if the write is refused
-
-    if record is None:
-        if data is not None:
-            atomic_write(backup_path(folder, client), data)
-        record = ActivationRecord(
-            client=client,
-            state="pending",
-            config=str(path),
-            target=str(target),
-            existed=data is not None,
-            original_sha256=sha256(data),
-            original_mode=stat.S_IMODE(target.stat().st_mode) if data is not None else None,
-            created_dirs=_missing_dirs(target),
-            # A file that already pointed at the gateway is no state to go back to.
-            byte_restore=not points_at_gateway(client, text, port, str(path)),
-            written_sha256=written,
-            port=port,
-            gateway_url=client_gateway_url(client, port),
-            changes=edit.changes,
-            created=edit.created,
-            upstreams=dict(edit.upstreams),
-            activated_at=_now(),
-        )
-        save_record(folder, record)  # the journal, before the agent's file is touched
-    else:
-        current = sha256(data)
-        foreign = current not in (record.written_sha256, record.original_sha256) or (
-            data is None and record.existed
-        )
-        updated = replace(
-            record,
-            state="pending" if edit.changed else record.state,
-            port=port,
-            gateway_url=client_gateway_url(client, port),
-            byte_restore=record.byte_restore and not foreign,
-            written_sha256=written if edit.changed or not foreign else record.written_sha256,
-        )
-        if updated != record:
-            save_record(folder, updated)  # again before the agent's file is touched
-        record = updated
-
+    written = sha256(new_bytes) or ""
+    record = _journal(folder, record, client, path, target, data, text, port, edit, written)
     if recovering:
-        for kind, url in sorted(record.upstreams.items()):
-            try:
-                replaced = record_upstream(kind, url, home_path)
-            except InvalidOptionError as exc:
-                done.append(f"note: upstream not recorded: {exc}")
-                continue
-            if replaced is not None:
-                done.append(
-                    f"gateway settings: {kind} upstream {url} (was {replaced}); restart the "
-                    "gateway to use it"
-                )
+        done += _record_upstreams(record, home_path)
 
     if edit.changed:
         mode = stat.S_IMODE(target.stat().st_mode) if data is not None else 0o600
@@ -335,6 +270,113 @@ def activate(
         save_settings(replace(load_settings(home_path), port=port), home_path)
         done.append(f"gateway settings: port {port}")
     done.extend(f"note: {note}" for note in edit.notes)
+    return done
+
+
+@dataclass(frozen=True)
+class _LoginStart:
+    """How ``activate --login`` installs the login entry and waits for it to answer."""
+
+    runner: CommandRunner
+    platform: str
+    environ: Mapping[str, str]
+    timeout_s: float
+
+
+def _ensure_gateway(
+    port: int, home: Path, folder: Path, client: str, path: Path, login: _LoginStart | None
+) -> list[str]:
+    """Refuse unless a TOMC gateway answers on ``port``; with ``login``, install the login
+    entry first (starting the gateway if none answers) and wait for it."""
+    found = probe(port)
+    if found.other:
+        raise _not_answering(port, other=True)
+    if login is None:
+        if not found.answering:
+            raise _not_answering(port, found.other)
+        return []
+    entry = login_entry(port, home, folder, platform=login.platform, environ=login.environ)
+    done = install_login_entry(entry, folder, client, login.runner, start_now=not found.answering)
+    if not found.answering:
+        try:
+            wait_until_answering(port, login.timeout_s)
+        except GatewayError as exc:
+            raise GatewayError(
+                f"{exc}, so {path} was not changed; the login entry is installed "
+                "(`tomc restore-direct` removes it)"
+            ) from None
+    return done
+
+
+def _journal(
+    folder: Path,
+    record: ActivationRecord | None,
+    client: str,
+    path: Path,
+    target: Path,
+    data: bytes | None,
+    text: str,
+    port: int,
+    edit: ConfigEdit,
+    written: str,
+) -> ActivationRecord:
+    """The journal for this activation, saved before the agent's file is touched: a new
+    ``pending`` record (after the backup), or ``record`` brought up to date."""
+    if record is None:
+        if data is not None:
+            atomic_write(backup_path(folder, client), data)
+        record = ActivationRecord(
+            client=client,
+            state="pending",
+            config=str(path),
+            target=str(target),
+            existed=data is not None,
+            original_sha256=sha256(data),
+            original_mode=stat.S_IMODE(target.stat().st_mode) if data is not None else None,
+            created_dirs=_missing_dirs(target),
+            # A file that already pointed at the gateway is no state to go back to.
+            byte_restore=not points_at_gateway(client, text, port, str(path)),
+            written_sha256=written,
+            port=port,
+            gateway_url=client_gateway_url(client, port),
+            changes=edit.changes,
+            created=edit.created,
+            upstreams=dict(edit.upstreams),
+            activated_at=_now(),
+        )
+        save_record(folder, record)
+        return record
+    current = sha256(data)
+    foreign = current not in (record.written_sha256, record.original_sha256) or (
+        data is None and record.existed
+    )
+    updated = replace(
+        record,
+        state="pending" if edit.changed else record.state,
+        port=port,
+        gateway_url=client_gateway_url(client, port),
+        byte_restore=record.byte_restore and not foreign,
+        written_sha256=written if edit.changed or not foreign else record.written_sha256,
+    )
+    if updated != record:
+        save_record(folder, updated)
+    return updated
+
+
+def _record_upstreams(record: ActivationRecord, home: Path) -> list[str]:
+    """The upstreams the agent's file named, into the gateway settings."""
+    done = []
+    for kind, url in sorted(record.upstreams.items()):
+        try:
+            replaced = record_upstream(kind, url, home)
+        except InvalidOptionError as exc:
+            done.append(f"note: upstream not recorded: {exc}")
+            continue
+        if replaced is not None:
+            done.append(
+                f"gateway settings: {kind} upstream {url} (was {replaced}); restart the "
+                "gateway to use it"
+            )
     return done
 
 
