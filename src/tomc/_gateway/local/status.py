@@ -18,8 +18,8 @@ from typing import Any
 
 from ..._core.errors import GatewayError
 from ..._home import default_home
-from ..agents.activation import client_config_path, pointed_url, points_at_gateway
 from ..agents.agent_config import CLIENTS, decode_config, read_config
+from ..agents.config_files import client_config_path, pointed_url, points_at_gateway
 from ..agents.journal import load_record
 from ..proxy.ledger import ledger_path, read_traffic
 from ..settings import gateway_dir, load_settings
