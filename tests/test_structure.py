@@ -309,7 +309,9 @@ def layout_table() -> dict[str, str]:
     """``tomc/...py`` -> job, from the first table of docs/architecture.md. A row names its
     package (blank: the row above's) and one or more modules in backticks."""
     lines = ARCHITECTURE.read_text(encoding="utf-8").splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| package |"))
+    starts = [i for i, line in enumerate(lines) if line.startswith("| package |")]
+    assert starts, "docs/architecture.md has no layout table (| package | modules | job |)"
+    start = starts[0]
     table: dict[str, str] = {}
     package = ""
     for line in lines[start + 2 :]:
