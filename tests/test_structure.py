@@ -2,9 +2,10 @@
 
 No import cycle among TOMC's modules (imports inside functions count: a cycle that is only
 avoided at run time is still a cycle); the pure core imports nothing of the adapters and no I/O
-library, and the chat package nothing of the surfaces; no module over 500 lines and no function
-over 80; the layout table of docs/architecture.md names exactly the module files of the tree;
-and no document names a module or file that no longer exists.
+library, the chat package nothing of the surfaces, the gateway nothing of the notebook store;
+no module over 500 lines and no function over 80; the layout table of docs/architecture.md
+names exactly the module files of the tree; and no document names a module or file that no
+longer exists.
 """
 
 from __future__ import annotations
@@ -198,8 +199,12 @@ CORE_FORBIDDEN_STDLIB = {
     "threading",
     "urllib",
 }
-# What the chat package (a caller's own loop, and the gateway's policy) must not depend on.
-CHAT_FORBIDDEN = ("tomc._gateway", "tomc._mcp", "tomc._cli", "tomc.web")
+# What a package must not depend on: the chat package (a caller's own loop, and the gateway's
+# policy) on any surface; the gateway on the notebook store (it needs only TOMC's home folder).
+FORBIDDEN = {
+    "tomc.chat": ("tomc._gateway", "tomc._mcp", "tomc._cli", "tomc.web"),
+    "tomc._gateway": ("tomc._notebooks", "tomc._notebook_db"),
+}
 
 
 def _all_imports(prefix: str) -> dict[str, set[str]]:
@@ -231,12 +236,13 @@ def test_core_imports_only_itself_and_pure_libraries() -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_chat_imports_no_surface() -> None:
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_package_imports_nothing_forbidden(package: str) -> None:
     problems = [
         f"{module} imports {name}"
-        for module, imports in sorted(_all_imports("tomc.chat").items())
+        for module, imports in sorted(_all_imports(package).items())
         for name in sorted(imports)
-        if any(_within(name, surface) for surface in CHAT_FORBIDDEN)
+        if any(_within(name, other) for other in FORBIDDEN[package])
     ]
     assert not problems, "\n".join(problems)
 
