@@ -3,9 +3,10 @@ gateway package (registered on the main command in :mod:`tomc._cli`)."""
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-
 import click
+
+# The command line's one error path, shared with tomc._cli.
+from .._reporting import reported as _reported
 
 __all__ = ["gateway_group", "restore_direct_command", "run_command"]
 
@@ -49,6 +50,50 @@ _THINKING_PREFIX = click.option(
 )
 
 
+_TEAM_OPTIONS = (
+    click.option(
+        "--allow-host",
+        "allow_hosts",
+        multiple=True,
+        metavar="NAME",
+        help="A host name clients reach the gateway by (repeatable; '*' for any); needed to "
+        "serve beyond loopback.",
+    ),
+    click.option(
+        "--session-store",
+        envvar="TOMC_SESSION_STORE",
+        default="memory",
+        show_default=True,
+        metavar="URL",
+        help="Where conversations live: memory (this process) or redis://host:6379/0 (Redis or "
+        "Valkey, shared by every gateway process; the 'team' extra).",
+    ),
+    click.option(
+        "--workers",
+        type=click.IntRange(1, 256),
+        default=1,
+        show_default=True,
+        help="Processes sharing the port (above 1 needs a shared --session-store).",
+    ),
+    click.option(
+        "--status-token",
+        envvar="TOMC_STATUS_TOKEN",
+        default=None,
+        metavar="TOKEN",
+        help="Token for the status page and inspector beyond loopback (default: a new one, "
+        "printed).",
+    ),
+    click.option("--allow-remote", is_flag=True, hidden=True),
+)
+
+
+def _team_options(command):  # type: ignore[no-untyped-def]
+    """``tomc gateway serve``'s options for serving a team (see :mod:`.serving`)."""
+    for option in reversed(_TEAM_OPTIONS):
+        command = option(command)
+    return command
+
+
 @gateway_group.command("serve")
 @click.option(
     "--host",
@@ -57,46 +102,15 @@ _THINKING_PREFIX = click.option(
     help="Interface to bind; anything but loopback needs --allow-host.",
 )
 @click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="A host name clients reach the gateway by (repeatable; '*' for any); needed to serve "
-    "beyond loopback.",
-)
-@click.option(
     "--port", "-p", type=click.IntRange(0, 65535), default=None, help="Default: saved, else 8787."
 )
-@click.option(
-    "--session-store",
-    envvar="TOMC_SESSION_STORE",
-    default="memory",
-    show_default=True,
-    metavar="URL",
-    help="Where conversations live: memory (this process) or redis://host:6379/0 (Redis or "
-    "Valkey, shared by every gateway process; the 'team' extra).",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(1, 256),
-    default=1,
-    show_default=True,
-    help="Processes sharing the port (above 1 needs a shared --session-store).",
-)
-@click.option(
-    "--status-token",
-    envvar="TOMC_STATUS_TOKEN",
-    default=None,
-    metavar="TOKEN",
-    help="Token for the status page and inspector beyond loopback (default: a new one, printed).",
-)
+@_team_options
 @_CONTEXT_TARGET
 @_THINKING_PREFIX
 @click.option(
     "--home", type=click.Path(), envvar="TOMC_HOME", default=None, help="TOMC home (settings)."
 )
 @click.option("--verbose", "-v", is_flag=True, help="Log every request and decision.")
-@click.option("--allow-remote", is_flag=True, hidden=True)
 def serve_command(
     host: str,
     allow_hosts: tuple[str, ...],
@@ -157,14 +171,6 @@ _PORT = click.option(
     default=None,
     help="Gateway port (default: the saved setting, 8787).",
 )
-
-
-def _reported(doing: str) -> AbstractContextManager[None]:
-    """The command line's one error path: a message on stderr and the exit code of the error
-    table (:data:`tomc._service.ERROR_TABLE`), never a traceback."""
-    from .._cli import _reported as reported  # cli imports this module; import when used
-
-    return reported(doing)
 
 
 def _say(message: str) -> None:

@@ -87,7 +87,7 @@ class ServeOptions:
 
     def app(self, port: int) -> Starlette:
         """The gateway app these options describe, for a server bound on ``port``."""
-        from .._notebooks import default_home
+        from .._home import default_home
         from .proxy.app import create_gateway_app
 
         home = self.home if self.home is not None else default_home()
@@ -128,12 +128,12 @@ def worker_app() -> Starlette:
 def serve(options: ServeOptions, say: Callable[[str], None], *, show_token: bool) -> None:
     """Serve until Ctrl-C (``options`` already :meth:`~ServeOptions.checked`; ``show_token``:
     print the status token, one that was made for this run). Binding errors are ``OSError``."""
-    from ..web._server import InspectorServer, WorkerServer
+    from ..web._server import AppServer, WorkerServer
 
     _configure_logging(options.verbose)
     port = options.settings().port if options.port is None else options.port
     if options.workers == 1:
-        server: InspectorServer | WorkerServer = InspectorServer(
+        server: AppServer | WorkerServer = AppServer(
             options.app(port),
             options.host,
             port,

@@ -14,7 +14,7 @@ from tomc._gateway.proxy.access import STATUS_COOKIE, STATUS_HEADER
 from tomc._gateway.proxy.app import create_gateway_app
 from tomc._gateway.serving import ServeOptions
 from tomc._gateway.settings import GatewaySettings
-from tomc.web._server import InspectorServer, allowed_hosts_for
+from tomc.web._server import AppServer, allowed_hosts_for
 
 TOKEN = "status-token-4242"
 HOST = "tomc.team.example"
@@ -27,7 +27,7 @@ def served() -> Iterator[tuple[str, FakeProvider]]:
         app = create_gateway_app(
             settings, allowed_hosts=allowed_hosts_for("0.0.0.0", [HOST]), status_token=TOKEN
         )
-        with InspectorServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
+        with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
             yield server.url.rstrip("/"), fake
 
 
