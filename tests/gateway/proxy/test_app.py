@@ -257,7 +257,7 @@ def test_a_fault_inside_tomc_forwards_the_original_request(fake, monkeypatch):
     limit = window_for("chat", body) - 4096  # a prompt target: no output reservation
     with gateway_on(fake, context_target=limit) as (base, gateway):
         client = openai_client(base)
-        monkeypatch.setattr("tomc.chat._session.build_region_memory", explode)
+        monkeypatch.setattr("tomc.chat._rebuild.build_region_memory", explode)
         client.chat.completions.create(**body)  # the compiler fails: the session fails open
         assert fake.last.raw == original
         monkeypatch.setattr(AutomaticChatSession, "prepare_request", explode)
