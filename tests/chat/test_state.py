@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import pytest
@@ -189,6 +189,23 @@ def test_a_malformed_field_is_named():
     data["margins"] = {"": 1.5}
     with pytest.raises(SessionStateError, match="margins"):
         ConversationState.from_json(json.dumps(data))
+
+
+def test_a_frozen_memory_must_stand_for_the_history_it_covers():
+    options = SessionOptions(model_profiles={MODEL: {"context_window": 3000}}, output_reserve=256)
+    session = AutomaticChatSession(options=replace(options, backoff_thresholds=()))
+    session.prepare_request({"model": MODEL, "messages": agent_history(12)}, api="chat")
+    data = json.loads(session.state.to_json())
+    assert data["frozen"]["segments"]
+    for change, complaint in (
+        ({"kind": "notes"}, "not a region"),
+        ({"start": 5, "end": 5}, "not a region"),
+        ({"end": data["frozen"]["covered"] + 1}, "must end where 'covered' does"),
+    ):
+        bad = json.loads(json.dumps(data))
+        bad["frozen"]["segments"][-1].update(change)
+        with pytest.raises(SessionStateError, match=complaint):
+            ConversationState.from_json(json.dumps(bad))
 
 
 def test_only_a_conversation_state_can_be_loaded():

@@ -21,7 +21,7 @@ from typing import Any
 
 from .._core.errors import SessionStateError
 from ._conversation import Entry
-from ._layout import Region
+from ._layout import HISTORY, WORK, Region
 from ._native import NativeEvent, NativeState
 from ._plan import RequestPlan, Segment
 from .dialects import DIALECTS
@@ -261,10 +261,14 @@ def _read_frozen(fields: _Fields) -> FrozenMemory:
     dialect = DIALECTS.get(name)
     if dialect is None:
         raise SessionStateError(f"{fields.where}: unknown dialect {name!r}")
-    segments = []
+    covered = fields.get("covered", int)
+    segments: list[Segment] = []
     for index, raw in enumerate(fields.get("segments", list)):
         seg = _Fields(raw, f"{fields.where}.segments[{index}]")
         region = Region(seg.get("start", int), seg.get("end", int), seg.get("kind", str))
+        previous = segments[-1].region.end if segments else 0
+        if region.kind not in (HISTORY, WORK) or not previous <= region.start < region.end:
+            raise SessionStateError(f"{seg.where} is not a region after the one before it")
         text, tokens = seg.get("text", str), seg.get("tokens", int)
         item = dialect.memory_item(text, seg.get("role", str))
         entry, _ = dialect.read(item, region.start)
@@ -281,11 +285,11 @@ def _read_frozen(fields: _Fields) -> FrozenMemory:
                 latency_s=_hex_float(seg.get("latency_s", str), f"{seg.where}.latency_s"),
             )
         )
-    if not segments:
-        raise SessionStateError(f"{fields.where} has no segments")
+    if not segments or segments[-1].region.end != covered:
+        raise SessionStateError(f"{fields.where}: its segments must end where 'covered' does")
     return FrozenMemory(
         segments=tuple(segments),
-        covered=fields.get("covered", int),
+        covered=covered,
         digest=fields.get("digest", str),
         counter=fields.get("counter", str),
         explicit_budget=fields.get("explicit_budget", int, True),
