@@ -36,6 +36,23 @@ class _TargetType(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+class _ThinkingType(click.ParamType):
+    """A thinking-prefix behaviour, as the session defines them (read when used, so that the
+    command line does not load the chat package to start)."""
+
+    name = "BEHAVIOUR"
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        from .._core.errors import InvalidOptionError
+        from ..chat._options import THINKING_PREFIX, check_choice
+
+        try:
+            check_choice("--thinking-prefix", value, THINKING_PREFIX)
+        except InvalidOptionError as exc:
+            self.fail(str(exc), param, ctx)
+        return value
+
+
 _CONTEXT_TARGET = click.option(
     "--context-target",
     "--context-limit",
@@ -48,7 +65,7 @@ _CONTEXT_TARGET = click.option(
 )
 _THINKING_PREFIX = click.option(
     "--thinking-prefix",
-    type=click.Choice(["passthrough", "drop_block"]),
+    type=_ThinkingType(),
     default=None,
     help="Anthropic signed thinking after a rewritten prefix: send the request as it is, or "
     "let the provider drop those blocks (its documented drop_block behaviour).",

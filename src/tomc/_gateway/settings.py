@@ -19,10 +19,12 @@ from typing import Any
 
 from .._core.errors import InvalidOptionError
 from .._home import default_home
+from ..chat._options import THINKING_PREFIX, SessionOptions, check_choice, check_tokens
 
 __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_UPSTREAMS",
+    "MIN_CONTEXT_TARGET",
     "TARGET_OFF",
     "GatewaySettings",
     "atomic_write",
@@ -59,7 +61,7 @@ class GatewaySettings:
     #: ``"drop_block"`` lets Anthropic drop signed thinking after a rewritten prefix (see
     #: :mod:`tomc.chat.dialects._anthropic_messages`); ``"passthrough"`` sends such requests as
     #: they are.
-    thinking_prefix: str = "drop_block"
+    thinking_prefix: str = SessionOptions.thinking_prefix
     #: Keep every request's prompt at or under this many tokens (the ``context_target`` of
     #: each request; the output reservation does not count). ``None``: each agent's default
     #: (:mod:`tomc._gateway.agents.limits`); ``"off"``: no target, only the models' windows.
@@ -77,8 +79,7 @@ class GatewaySettings:
         for kind, url in self.upstreams.items():
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise InvalidOptionError(f"upstream {kind!r} must be an http(s) URL, not {url!r}")
-        if self.thinking_prefix not in ("passthrough", "drop_block"):
-            raise InvalidOptionError("thinking_prefix must be 'passthrough' or 'drop_block'")
+        check_choice("thinking_prefix", self.thinking_prefix, THINKING_PREFIX)
         object.__setattr__(self, "context_target", parse_context_target(self.context_target))
 
     def upstream(self, kind: str) -> str:
@@ -92,11 +93,14 @@ class GatewaySettings:
 
 
 TARGET_OFF = "off"
+#: The smallest context target the gateway takes: below it an agent could not work at all.
+MIN_CONTEXT_TARGET = 1024
 
 
 def parse_context_target(value: object) -> int | str | None:
     """A context target as settings, options and headers spell it: ``None``, ``"off"``, or an
-    integer of at least 1024 tokens (``"120000"`` and ``"120_000"`` too)."""
+    integer of at least :data:`MIN_CONTEXT_TARGET` tokens (``"120000"`` and ``"120_000"`` too),
+    checked as the session checks its own ``context_target``."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
@@ -109,13 +113,7 @@ def parse_context_target(value: object) -> int | str | None:
             raise InvalidOptionError(
                 f"context target must be a number of tokens or 'off', not {text!r}"
             ) from None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidOptionError(
-            f"context target must be a number of tokens or 'off', not {value!r}"
-        )
-    if value < 1024:
-        raise InvalidOptionError(f"context target must be >= 1024 tokens, not {value}")
-    return value
+    return check_tokens("context target", value, MIN_CONTEXT_TARGET)
 
 
 def gateway_dir(home: str | os.PathLike[str] | None = None) -> Path:
@@ -139,7 +137,7 @@ def load_settings(home: str | os.PathLike[str] | None = None) -> GatewaySettings
         return GatewaySettings(
             port=int(data.get("port", DEFAULT_PORT)),
             upstreams=upstreams,
-            thinking_prefix=data.get("thinking_prefix", "drop_block"),
+            thinking_prefix=data.get("thinking_prefix", SessionOptions.thinking_prefix),
             context_target=data.get("context_target", data.get("context_limit")),
         )
     except (ValueError, TypeError, AttributeError) as exc:

@@ -34,7 +34,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from ... import __version__
-from ...chat import AutomaticChatSession, Decision
+from ...chat import AutomaticChatSession, Decision, SessionOptions
+from ...chat._options import THINKING_PREFIX
 from ...chat.dialects import DIALECTS
 from ...web._app import LOOPBACK_HOSTS, HostCheck, inspector_routes
 from ..agents.limits import (
@@ -55,17 +56,19 @@ from ..settings import (
 from .ledger import LedgerEntry, UsageLedger, ledger_path
 from .relay import UsageSniffer, error_response, forward_headers, relay
 from .routing import API_PATHS, conversation_key, route_request
-from .sessions import Conversation, MemorySessionStore, SessionStore
+from .sessions import ConversationRecord, MemorySessionStore, SessionStore
 from .status_page import render_status_page
 
 __all__ = [
     "MAX_REWRITE_BYTES",
     "SERVICE_NAME",
+    "SESSION_OPTIONS",
     "TARGET_HEADER",
     "THINKING_HEADER",
     "Gateway",
     "RequestOptions",
     "create_gateway_app",
+    "new_session",
 ]
 
 logger = logging.getLogger("tomc.gateway")
@@ -76,6 +79,17 @@ SERVICE_NAME = "tomc-gateway"
 MAX_REWRITE_BYTES = 64 * 1024 * 1024
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _COMPACT_PATHS = {"/v1/responses/compact": "responses"}
+#: Every conversation's session options. The target and the thinking prefix are applied per
+#: request (see ``Gateway._rewrite``), so that settings saved while the gateway runs reach
+#: running conversations too. An agent's recent steps may be shortened to the latest turn when
+#: its tool outputs are big: otherwise each request right after a build would rebuild (a cache
+#: miss each).
+SESSION_OPTIONS = SessionOptions(min_recent_messages=0)
+
+
+def new_session() -> AutomaticChatSession:
+    """A new conversation's session, with :data:`SESSION_OPTIONS`."""
+    return AutomaticChatSession(options=SESSION_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -109,7 +123,7 @@ class RequestOptions:
             else:
                 target = parsed
         raw = headers.get(THINKING_HEADER, "").strip().lower()
-        if raw in ("passthrough", "drop_block"):
+        if raw in THINKING_PREFIX:
             thinking = raw
         elif raw:
             logger.warning("ignoring %s: %r", THINKING_HEADER, raw)
@@ -142,12 +156,10 @@ class Gateway:
         self._settings_file = gateway_dir(home) / SETTINGS_FILE if home is not None else None
         self._settings_stamp = self._stamp()
         self._checked_at = 0.0
-        # The target and the thinking prefix are applied per request (see _rewrite), so that
-        # settings saved while the gateway runs reach running conversations too.
-        # An agent's recent steps may be shortened to the latest turn when its tool outputs are
-        # big: otherwise each request right after a build would rebuild (a cache miss each).
-        factory = session_factory or partial(AutomaticChatSession, min_recent_messages=0)
-        self.store = store or MemorySessionStore(factory)
+        # A store has a length, so an empty one is false: compare with None.
+        self.store = (
+            store if store is not None else MemorySessionStore(session_factory or new_session)
+        )
         self._transport = transport
         self._timeout = timeout or httpx2.Timeout(connect=30.0, read=600.0, write=120.0, pool=30.0)
         self.client: httpx2.AsyncClient | None = None
@@ -232,6 +244,7 @@ class Gateway:
         def done(prompt_tokens: int | None, status: int) -> None:
             if conversation is not None and prompt_tokens is not None and status < 400:
                 conversation.session.observe_usage(prompt_tokens)
+                self._save(conversation)
             if compact_api is not None and status < 400:
                 self._note_compaction(compact_api, headers, body)
             self._record_usage(api, conversation, decision, sniffer, status)
@@ -269,7 +282,7 @@ class Gateway:
 
     async def _rewrite(
         self, api: str, headers: dict[str, str], body: bytes, options: RequestOptions | None = None
-    ) -> tuple[bytes, dict[str, str], Conversation | None]:
+    ) -> tuple[bytes, dict[str, str], ConversationRecord | None]:
         """The body to send, headers to add, and the conversation; the original on any failure."""
         if headers.get("content-encoding", "identity") != "identity":
             logger.info("forwarding a %s request unchanged: its body is compressed", api)
@@ -309,9 +322,11 @@ class Gateway:
             )
             if conversation is not None:
                 conversation.record(None, time.monotonic())
+                self._save(conversation)
             return body, {}, None
         decision = prepared.decision
         conversation.record(decision, time.monotonic())
+        self._save(conversation)
         logger.info(
             "%s %s: %s (%s -> %s tokens)",
             api,
@@ -328,7 +343,7 @@ class Gateway:
     def _record_usage(
         self,
         api: str | None,
-        conversation: Conversation | None,
+        conversation: ConversationRecord | None,
         decision: Decision | None,
         sniffer: UsageSniffer | None,
         status: int,
@@ -364,6 +379,14 @@ class Gateway:
         except Exception:  # only bookkeeping: never fail the request for it
             return
         conversation.session.note_compaction(f"{api} compact endpoint")
+        self._save(conversation)
+
+    def _save(self, conversation: ConversationRecord) -> None:
+        """Hand a changed conversation back to the store (never fails the request)."""
+        try:
+            self.store.save(conversation)
+        except Exception as exc:  # the request goes on; the next one starts from what was kept
+            logger.warning("conversation not saved (%s: %s)", type(exc).__name__, exc)
 
     # ---------------------------------------------------------------- status
 

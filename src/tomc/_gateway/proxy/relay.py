@@ -20,6 +20,7 @@ import httpx2
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from ...chat._client import join_headers
 from .usage import ProviderUsage, StreamUsage, usage_from_json
 
 __all__ = [
@@ -70,17 +71,8 @@ def forward_headers(
     comma-separated header (``anthropic-beta``) or are added."""
     items = list(headers)
     drop = HOP_BY_HOP | _connection_listed(items)
-    out = [(name, value) for name, value in items if name.lower() not in drop]
-    for name, value in (add or {}).items():
-        for index, (existing, current) in enumerate(out):
-            if existing.lower() == name.lower():
-                parts = [p.strip() for p in current.split(",") if p.strip()]
-                if value not in parts:
-                    out[index] = (existing, ",".join([*parts, value]))
-                break
-        else:
-            out.append((name, value))
-    return out
+    kept = [(name, value) for name, value in items if name.lower() not in drop]
+    return join_headers(kept, add or {})
 
 
 def response_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
