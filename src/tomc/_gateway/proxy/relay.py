@@ -108,8 +108,8 @@ class UsageSniffer:
     is read whole (up to a limit) once it has been relayed. Compressed answers are not read.
 
     Beside that prompt size (what :meth:`finish` returns, for the session), :attr:`usage` is the
-    full usage of the answer (:class:`~tomc._gateway.proxy.usage.ProviderUsage`: cache reads and writes,
-    output, dropped thinking), read to the end of a stream, for the usage ledger.
+    full usage of the answer (:class:`~tomc._gateway.proxy.usage.ProviderUsage`: cache reads and
+    writes, output, dropped thinking), read to the end of a stream, for the usage ledger.
     """
 
     def __init__(self, api: str | None, prompt_tokens: Callable[[Any], int | None]) -> None:
