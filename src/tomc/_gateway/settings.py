@@ -12,10 +12,11 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._core.errors import InvalidOptionError
 from .._notebooks import default_home
@@ -28,6 +29,7 @@ __all__ = [
     "atomic_write",
     "gateway_dir",
     "load_settings",
+    "normalize_origin",
     "parse_context_target",
     "record_upstream",
     "save_settings",
@@ -65,6 +67,10 @@ class GatewaySettings:
     #: (:mod:`tomc._gateway.agents.limits`); ``"off"``: no target, only the models' windows.
     #: The file's older ``context_limit`` key is read as this.
     context_target: int | str | None = None
+    #: Web origins (``https://app.example``) whose pages may call the gateway from a browser:
+    #: their cross-site requests and CORS preflights are answered. By default none may; SDKs
+    #: and agent CLIs send no ``Origin`` and are not concerned.
+    allow_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -80,6 +86,7 @@ class GatewaySettings:
         if self.thinking_prefix not in ("passthrough", "drop_block"):
             raise InvalidOptionError("thinking_prefix must be 'passthrough' or 'drop_block'")
         object.__setattr__(self, "context_target", parse_context_target(self.context_target))
+        object.__setattr__(self, "allow_origins", _parse_origins(self.allow_origins))
 
     def upstream(self, kind: str) -> str:
         """The base URL for ``kind``, without a trailing slash."""
@@ -88,7 +95,49 @@ class GatewaySettings:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["upstreams"] = dict(self.upstreams)
+        data["allow_origins"] = list(self.allow_origins)
         return data
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalize_origin(text: str) -> str:
+    """A web origin as browsers send it in ``Origin``: ``scheme://host[:port]``, lower case,
+    without a default port (``https://App.example:443/`` -> ``https://app.example``)."""
+    raw = text.strip() if isinstance(text, str) else ""
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if (
+        parts is None
+        or parts.scheme not in _DEFAULT_PORTS
+        or not parts.hostname
+        or parts.username is not None
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+    ):
+        raise InvalidOptionError(
+            f"{text!r} is not a web origin; write it as scheme://host[:port], e.g. "
+            "https://app.example or http://localhost:3000"
+        )
+    host = parts.hostname
+    host = f"[{host}]" if ":" in host else host
+    if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
+        host = f"{host}:{port}"
+    return f"{parts.scheme}://{host}"
+
+
+def _parse_origins(values: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidOptionError(f"allow_origins must be a list of web origins, not {values!r}")
+    try:
+        return tuple(dict.fromkeys(normalize_origin(value) for value in values))
+    except InvalidOptionError as exc:
+        raise InvalidOptionError(f"allow_origins: {exc}") from None
 
 
 TARGET_OFF = "off"
@@ -141,6 +190,7 @@ def load_settings(home: str | os.PathLike[str] | None = None) -> GatewaySettings
             upstreams=upstreams,
             thinking_prefix=data.get("thinking_prefix", "drop_block"),
             context_target=data.get("context_target", data.get("context_limit")),
+            allow_origins=data.get("allow_origins", ()),
         )
     except (ValueError, TypeError, AttributeError) as exc:
         raise InvalidOptionError(f"gateway settings {path} are not valid: {exc}") from None
@@ -186,3 +236,4 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
