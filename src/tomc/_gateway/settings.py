@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -32,6 +34,7 @@ __all__ = [
     "normalize_origin",
     "parse_context_target",
     "record_upstream",
+    "remove_leftover_temps",
     "save_settings",
 ]
 
@@ -224,7 +227,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Replace ``path`` with ``data`` in one step (temporary file in the same folder, then
     rename), so a crash leaves either the old file or the new one, never half of either."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, temp = tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -237,3 +240,34 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
             os.unlink(temp)
         raise
 
+
+# What mkstemp puts after the prefix: eight of these characters (CPython's tempfile).
+_TEMP_NAME = re.compile(r"[a-z0-9_]{8}")
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def remove_leftover_temps(path: Path) -> list[Path]:
+    """Remove the temporary files :func:`atomic_write` left beside ``path`` when its process
+    was killed mid-write (``.<name>.`` and eight characters of mkstemp's); other files, even
+    with a similar name, stay. Returns what was removed."""
+    prefix = _temp_prefix(path)
+    try:
+        entries = sorted(path.parent.iterdir())
+    except OSError:  # no folder, or not readable: nothing of ours to find
+        return []
+    removed = []
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and _TEMP_NAME.fullmatch(name[len(prefix) :])):
+            continue
+        try:
+            if not stat.S_ISREG(entry.lstat().st_mode):
+                continue
+            entry.unlink()
+        except OSError:
+            continue
+        removed.append(entry)
+    return removed

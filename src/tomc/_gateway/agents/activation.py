@@ -33,7 +33,14 @@ from ..._notebooks import default_home
 from ..local.health import gateway_root, loopback_port, probe, wait_until_answering
 from ..local.leases import RUN_GATEWAY_FILE, live_leases, read_run_gateway, run_lock, stop_gateway
 from ..local.login import CommandRunner, install_login_entry, login_entry, remove_login_entry
-from ..settings import atomic_write, gateway_dir, load_settings, record_upstream, save_settings
+from ..settings import (
+    atomic_write,
+    gateway_dir,
+    load_settings,
+    record_upstream,
+    remove_leftover_temps,
+    save_settings,
+)
 from .agent_config import (
     CLIENTS,
     ConfigEdit,
@@ -63,6 +70,7 @@ from .journal import (
     backup_path,
     drop_record,
     load_record,
+    record_path,
     save_record,
     sha256,
 )
@@ -141,6 +149,17 @@ def _gateway_keys(client: str, url: str | None) -> tuple[KeyChange, ...]:
         KeyChange(("model_provider",), False, None, PROVIDER_ID),
         KeyChange(("model_providers", PROVIDER_ID), False, None, None),
     )
+
+
+def _remove_leftovers(folder: Path, client: str, *paths: Path) -> list[str]:
+    """Remove what an interrupted atomic write left beside ``paths`` (the agent's file) and
+    beside ``client``'s backup and journal; say what went."""
+    managed = (*paths, backup_path(folder, client), record_path(folder, client))
+    removed = [temp for path in dict.fromkeys(managed) for temp in remove_leftover_temps(path)]
+    return [
+        f"{client}: removed {temp}, a temporary file left by an interrupted write"
+        for temp in removed
+    ]
 
 
 # ---- activate -----------------------------------------------------------------------------
@@ -259,6 +278,7 @@ def activate(
         raise _not_answering(port, found.other)
     recovering = record is None or record.state == "pending"
     before = record  # the journal as it was, to go back to if the write is refused
+    done += _remove_leftovers(folder, client, path, target)
 
     if record is None:
         if data is not None:
@@ -430,6 +450,16 @@ def _restore_unrecorded(client: str, environ: Mapping[str, str], port: int) -> l
     ]
 
 
+def _leftover_places(folder: Path, client: str, environ: Mapping[str, str]) -> list[Path]:
+    """The agent's configuration file, as configured now and as recorded at activation."""
+    path = client_config_path(client, environ)
+    places = [path, Path(os.path.realpath(path))]
+    record = load_record(folder, client)
+    if record is not None:
+        places += [Path(record.config), Path(record.target)]
+    return places
+
+
 def _stop_unused_run_gateway(folder: Path) -> list[str]:
     """A gateway ``tomc run`` started stays up while an agent is activated to use it; once
     none is and no ``tomc run`` is left, it is stopped as ``tomc run`` would have."""
@@ -462,7 +492,9 @@ def restore_direct(
     port = load_settings(home_path).port
     done: list[str] = []
     for name in clients:
+        paths = _leftover_places(folder, name, environ)
         done += _restore_one(folder, name, environ, port)
+        done += _remove_leftovers(folder, name, *paths)
     if runner is None:
         from ..local.login import run_command
 
