@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import signal
 import subprocess
+import sys
 
 import httpx2
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from gateway_helpers import SERVE, free_port, serve_gateway, wait_for
 from raw_http import RawUpstream, json_answer
 from tomc._gateway.local.health import probe
-from tomc._gateway.proxy.redact import redact
+from tomc._gateway.proxy.redact import RedactingFilter, redact
 
 QUERY_KEY = "AIzaQueryKey0123456789abcdefghijklmnopq"
 BEARER = "sk-proj-bearer-0123456789abcdef"
@@ -46,6 +47,28 @@ def test_redact_masks_secrets_and_keeps_the_rest(line: str, kept: str) -> None:
 def test_redact_leaves_ordinary_text_alone() -> None:
     line = "messages compiled: fits (1200 -> 1200 tokens) on /v1/messages?beta=true"
     assert redact(line) == line
+
+
+def test_the_filter_masks_records_and_leaves_clean_ones_as_they_are() -> None:
+    def record(msg: str, *args: object) -> logging.LogRecord:
+        made = logging.LogRecord("httpx2", logging.DEBUG, __file__, 1, msg, args, None)
+        RedactingFilter().filter(made)
+        return made
+
+    url = f"http://h/v1/models?key={QUERY_KEY}"
+    assert record("HTTP Request: %s %s", "GET", url).getMessage() == (
+        "HTTP Request: GET http://h/v1/models?key=***"
+    )
+    clean = record('%s - "%s %s" %d', "127.0.0.1:5", "GET", "/v1/models", 200)
+    assert clean.args == ("127.0.0.1:5", "GET", "/v1/models", 200)  # formatters may read them
+    broken = record("%s and %s", BEARER)  # one argument short
+    assert BEARER not in broken.getMessage()
+    try:
+        raise ValueError(f"refused {url}")
+    except ValueError:
+        failed = logging.LogRecord("tomc", logging.ERROR, __file__, 1, "x", None, sys.exc_info())
+    RedactingFilter().filter(failed)
+    assert QUERY_KEY not in (failed.exc_text or "") and "key=***" in (failed.exc_text or "")
 
 
 def request_with_secrets(base: str) -> None:

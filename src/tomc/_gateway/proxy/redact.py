@@ -74,7 +74,11 @@ class RedactingFilter(logging.Filter):
     :func:`redact`); a record without one is left as it is, arguments included."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed call (arguments that do not fit): keep both, masked
+            message = f"{record.msg} {record.args!r}"
+            record.msg, record.args = message, None
         masked = redact(message)
         if masked != message:
             record.msg, record.args = masked, None
