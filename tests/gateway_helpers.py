@@ -21,7 +21,7 @@ from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.proxy.server import gateway_server
 from tomc._gateway.settings import GatewaySettings, gateway_dir
 from tomc.web._deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S
-from tomc.web._server import InspectorServer
+from tomc.web._server import AppServer
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 SERVE = (sys.executable, "-m", "tomc", "gateway", "serve")
@@ -109,7 +109,7 @@ def serve_gateway(
     header_timeout_s: float = HEADER_TIMEOUT_S,
     body_timeout_s: float = BODY_IDLE_TIMEOUT_S,
     **settings_fields: object,
-) -> Iterator[tuple[InspectorServer, Gateway]]:
+) -> Iterator[tuple[AppServer, Gateway]]:
     """The gateway as ``tomc gateway serve`` runs it, on a free loopback port, with every
     upstream kind pointing at ``upstream`` (a root URL: ``/v1`` is added for OpenAI's) and
     ``read_timeout_s`` for the upstream's answers."""

@@ -16,7 +16,7 @@ import pytest
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tomc.web._app import create_app
-from tomc.web._server import InspectorServer
+from tomc.web._server import AppServer
 
 DEADLINE_S = 1.0
 
@@ -26,7 +26,7 @@ def port(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     """An inspector with 1 s deadlines, over each of uvicorn's HTTP/1.1 parsers."""
     if request.param == "h11":  # uvicorn's pure-Python parser, where httptools has no wheel
         monkeypatch.setattr("tomc.web._server.AutoHTTPProtocol", H11Protocol)
-    server = InspectorServer(
+    server = AppServer(
         create_app(),
         "127.0.0.1",
         0,

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._core.errors import InvalidOptionError
-from .._notebooks import default_home
+from .._home import default_home
 
 __all__ = [
     "DEFAULT_PORT",

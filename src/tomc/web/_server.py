@@ -1,8 +1,8 @@
 """Serving an app (the inspector, the gateway): uvicorn on asyncio, on a socket bound up front.
 
 :func:`make_server` binds the socket at once (so a taken port is an ``OSError`` right there and
-``port=0`` has a known port), then :meth:`InspectorServer.run` serves in the foreground (what
-``tomc serve`` does) or :meth:`InspectorServer.start` in a background thread (tests, embedding).
+``port=0`` has a known port), then :meth:`AppServer.run` serves in the foreground (what
+``tomc serve`` does) or :meth:`AppServer.start` in a background thread (tests, embedding).
 Slow clients are cut (:mod:`tomc.web._deadlines`): request headers must arrive within
 ``header_timeout_s``, and a body must not stop for ``body_timeout_s``.
 """
@@ -31,7 +31,7 @@ __all__ = [
     "BACKLOG",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
-    "InspectorServer",
+    "AppServer",
     "allowed_hosts_for",
     "make_server",
     "serve",
@@ -115,7 +115,7 @@ class _DateIfMissing:
         await self.app(scope, receive, dated)
 
 
-class InspectorServer:
+class AppServer:
     """uvicorn serving ``app`` on an already bound socket; ``url`` is where it answers.
 
     ``header_timeout_s`` and ``body_timeout_s`` cut slow clients (:mod:`tomc.web._deadlines`).
@@ -172,7 +172,7 @@ class InspectorServer:
         finally:
             self.socket.close()
 
-    def start(self, timeout_s: float = 30.0) -> InspectorServer:
+    def start(self, timeout_s: float = 30.0) -> AppServer:
         """Serve in a background thread; return once it accepts connections."""
         self._thread = threading.Thread(target=self.run, name="tomc-inspector", daemon=True)
         self._thread.start()
@@ -191,7 +191,7 @@ class InspectorServer:
             self._thread = None
         self.socket.close()
 
-    def __enter__(self) -> InspectorServer:
+    def __enter__(self) -> AppServer:
         return self.start()
 
     def __exit__(
@@ -212,7 +212,7 @@ def make_server(
     allowed_hosts: Collection[str] | None = None,
     compile_fn: CompileFunction = compile_memory,
     body_timeout_s: float = BODY_TIMEOUT_S,
-) -> InspectorServer:
+) -> AppServer:
     """Bind the inspector (``port=0`` picks a free port; see ``url``) without serving yet.
 
     ``allowed_hosts`` adds Host names to those :func:`allowed_hosts_for` grants (``["*"]``:
@@ -223,7 +223,7 @@ def make_server(
         allowed_hosts=allowed_hosts_for(host, allowed_hosts or ()),
         body_timeout_s=body_timeout_s,
     )
-    return InspectorServer(app, host, port, quiet=quiet, verbose=verbose)
+    return AppServer(app, host, port, quiet=quiet, verbose=verbose)
 
 
 def serve(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp
 
 from ...web._deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S
-from ...web._server import InspectorServer
+from ...web._server import AppServer
 
 __all__ = ["gateway_server"]
 
@@ -24,10 +24,10 @@ def gateway_server(
     verbose: bool = False,
     header_timeout_s: float = HEADER_TIMEOUT_S,
     body_timeout_s: float = BODY_IDLE_TIMEOUT_S,
-) -> InspectorServer:
+) -> AppServer:
     """Bind ``app`` (:func:`~tomc._gateway.proxy.app.create_gateway_app`) on ``host:port``
     (``0``: a free port) without serving yet; slow clients are cut after the timeouts."""
-    return InspectorServer(
+    return AppServer(
         app,
         host,
         port,
