@@ -88,6 +88,14 @@ _THINKING_PREFIX = click.option(
 @click.option(
     "--home", type=click.Path(), envvar="TOMC_HOME", default=None, help="TOMC home (settings)."
 )
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Let web pages of ORIGIN (https://app.example) call the gateway from a browser "
+    "(repeatable; default: the settings file's allow_origins, else none).",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Log every request and decision.")
 def serve_command(
     host: str,
@@ -96,13 +104,14 @@ def serve_command(
     context_target: int | str | None,
     thinking_prefix: str | None,
     home: str | None,
+    allow_origins: tuple[str, ...],
     verbose: bool,
 ) -> None:
     """Serve the gateway in the foreground until Ctrl-C."""
     from .._core.errors import TomcError
     from .._home import default_home
-    from ..web._server import AppServer
     from .proxy.app import create_gateway_app
+    from .proxy.server import gateway_server
     from .settings import load_settings
 
     if host not in _LOOPBACK:
@@ -119,6 +128,8 @@ def serve_command(
             pinned["context_target"] = context_target
         if thinking_prefix is not None:
             pinned["thinking_prefix"] = thinking_prefix
+        if allow_origins:
+            pinned["allow_origins"] = allow_origins
         settings = replace(settings, port=port or settings.port, **pinned)
     except TomcError as exc:
         raise click.ClickException(str(exc)) from None
@@ -127,14 +138,13 @@ def serve_command(
         level=logging.INFO if verbose else logging.WARNING,
     )
     try:
-        server = AppServer(
+        server = gateway_server(
             create_gateway_app(
                 settings, home=home if home is not None else default_home(), pinned=pinned
             ),
             host,
             0 if port == 0 else settings.port,
             verbose=verbose,
-            lifespan="on",
         )
     except OSError as exc:
         reason = exc.strerror or exc

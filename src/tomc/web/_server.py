@@ -3,6 +3,8 @@
 :func:`make_server` binds the socket at once (so a taken port is an ``OSError`` right there and
 ``port=0`` has a known port), then :meth:`AppServer.run` serves in the foreground (what
 ``tomc serve`` does) or :meth:`AppServer.start` in a background thread (tests, embedding).
+Slow clients are cut (:mod:`tomc.web._deadlines`): request headers must arrive within
+``header_timeout_s``, and a body must not stop for ``body_timeout_s``.
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ import socket
 import threading
 import time
 from collections.abc import Collection, Iterable
+from email.utils import formatdate
 from types import TracebackType
 
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from .._core.compiler import compile_memory
 from .._service import CompileFunction
 from ._app import BODY_TIMEOUT_S, LOOPBACK_HOSTS, create_app
+from ._deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S, guarded_protocol
 
 __all__ = [
     "BACKLOG",
@@ -87,8 +92,36 @@ def _bind(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
+class _DateIfMissing:
+    """ASGI wrapper: a ``Date`` header on every answer that has none (a relayed answer keeps
+    the one its own server sent, instead of getting a second one from uvicorn)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def dated(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                if not any(name.lower() == b"date" for name, _ in headers):
+                    headers.append((b"date", formatdate(usegmt=True).encode("ascii")))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, dated)
+
+
 class AppServer:
-    """uvicorn serving ``app`` on an already bound socket; ``url`` is where it answers."""
+    """uvicorn serving ``app`` on an already bound socket; ``url`` is where it answers.
+
+    ``header_timeout_s`` and ``body_timeout_s`` cut slow clients (:mod:`tomc.web._deadlines`).
+    With ``app_date`` the app's own ``Date`` header is kept and one is added only to answers
+    without it (a proxy relaying its upstream's); otherwise uvicorn adds its own to each.
+    """
 
     def __init__(
         self,
@@ -100,13 +133,17 @@ class AppServer:
         quiet: bool = False,
         verbose: bool = False,
         lifespan: str = "off",
+        header_timeout_s: float = HEADER_TIMEOUT_S,
+        body_timeout_s: float = BODY_IDLE_TIMEOUT_S,
+        app_date: bool = False,
     ) -> None:
         self.socket = _bind(host, port, backlog)
         self.host = host
         self.port = self.socket.getsockname()[1]
         config = uvicorn.Config(
-            app,
-            http="auto",
+            _DateIfMissing(app) if app_date else app,
+            http=guarded_protocol(AutoHTTPProtocol, header_timeout_s, body_timeout_s),
+            date_header=not app_date,
             loop="asyncio",
             ws="none",
             lifespan=lifespan,

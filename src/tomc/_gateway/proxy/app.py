@@ -29,7 +29,7 @@ import anyio
 import httpx2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
@@ -54,7 +54,9 @@ from ..settings import (
     parse_context_target,
 )
 from .ledger import LedgerEntry, UsageLedger, ledger_path
-from .relay import UsageSniffer, error_response, forward_headers, relay
+from .origins import OriginCheck
+from .redact import install_redaction
+from .relay import UsageSniffer, client_gone, error_response, forward_headers, no_cookies, relay
 from .routing import API_PATHS, conversation_key, route_request
 from .sessions import ConversationRecord, MemorySessionStore, SessionStore
 from .status_page import render_status_page
@@ -175,6 +177,7 @@ class Gateway:
             timeout=self._timeout,
             trust_env=False,
             follow_redirects=False,
+            cookies=no_cookies(),
             limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64),
         ) as client:
             self.client = client
@@ -258,6 +261,7 @@ class Gateway:
             api=route.api,
             sniffer=sniffer,
             on_done=done,
+            disconnected=partial(client_gone, request.receive),
         )
 
     def context_target(
@@ -434,7 +438,11 @@ def create_gateway_app(
     pinned: Mapping[str, Any] | None = None,
 ) -> Starlette:
     """The gateway application (see the module docstring). With ``home``, settings saved there
-    later are picked up while it runs, except the ``pinned`` ones (command-line options)."""
+    later are picked up while it runs, except the ``pinned`` ones (command-line options).
+
+    Log records of the gateway and the libraries under it are redacted from here on
+    (:func:`~tomc._gateway.proxy.redact.install_redaction`)."""
+    install_redaction()
     settings = settings or GatewaySettings()
     gateway = gateway or Gateway(settings, home=home, pinned=pinned)
 
@@ -452,12 +460,19 @@ def create_gateway_app(
     async def proxy(request: Request) -> Response:
         try:
             return await gateway.proxy(request)
+        except ClientDisconnect:  # gone while sending its body: nobody to answer
+            logger.info("client left while sending %s %s", request.method, request.url.path)
+            return Response(status_code=499)
         except Exception as exc:  # the last line of defence: answer in the client's shape
             logger.error("gateway error on %s %s", request.method, request.url.path, exc_info=exc)
             api = API_PATHS.get(request.url.path)
             return error_response(
                 api, 502, f"TOMC gateway error ({type(exc).__name__})", "api_error"
             )
+
+    def allowed_origins() -> tuple[str, ...]:
+        gateway.refresh_settings()
+        return gateway.settings.allow_origins
 
     return Starlette(
         routes=[
@@ -467,6 +482,9 @@ def create_gateway_app(
             *inspector_routes(),
             Route("/{path:path}", proxy, methods=_METHODS),
         ],
-        middleware=[Middleware(HostCheck, allowed=LOOPBACK_HOSTS)],
+        middleware=[
+            Middleware(HostCheck, allowed=LOOPBACK_HOSTS),
+            Middleware(OriginCheck, allowed=allowed_origins),
+        ],
         lifespan=gateway.lifespan,
     )
