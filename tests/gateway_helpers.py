@@ -1,5 +1,5 @@
-"""Shared by the activation and launcher tests: isolated home folders, free ports, a real
-``tomc gateway serve`` subprocess, and the fake agent executable."""
+"""Shared by the gateway tests: isolated home folders, free ports, a real ``tomc gateway serve``
+subprocess, the fake agent executable, and an in-process gateway in front of any upstream."""
 
 from __future__ import annotations
 
@@ -13,9 +13,15 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx2
+
 from tomc._gateway.local.health import probe
 from tomc._gateway.local.leases import read_run_gateway
-from tomc._gateway.settings import gateway_dir
+from tomc._gateway.proxy.app import Gateway, create_gateway_app
+from tomc._gateway.proxy.server import gateway_server
+from tomc._gateway.settings import GatewaySettings, gateway_dir
+from tomc.web._deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S
+from tomc.web._server import AppServer
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 SERVE = (sys.executable, "-m", "tomc", "gateway", "serve")
@@ -92,3 +98,33 @@ def make_fake_agent(folder: Path, name: str) -> Path:
     path.write_text(f"#!{sys.executable}\n" + FAKE_AGENT.read_text("utf-8"), "utf-8")
     path.chmod(0o755)
     return path
+
+
+@contextlib.contextmanager
+def serve_gateway(
+    upstream: str,
+    *,
+    read_timeout_s: float = 30.0,
+    verbose: bool = False,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    body_timeout_s: float = BODY_IDLE_TIMEOUT_S,
+    **settings_fields: object,
+) -> Iterator[tuple[AppServer, Gateway]]:
+    """The gateway as ``tomc gateway serve`` runs it, on a free loopback port, with every
+    upstream kind pointing at ``upstream`` (a root URL: ``/v1`` is added for OpenAI's) and
+    ``read_timeout_s`` for the upstream's answers."""
+    upstreams = {"anthropic": upstream, "openai": f"{upstream}/v1", "chatgpt": upstream}
+    settings = GatewaySettings(upstreams=upstreams, **settings_fields)  # type: ignore[arg-type]
+    gateway = Gateway(settings, timeout=httpx2.Timeout(10.0, read=read_timeout_s))
+    app = create_gateway_app(settings, gateway=gateway)
+    server = gateway_server(
+        app,
+        "127.0.0.1",
+        0,
+        quiet=not verbose,
+        verbose=verbose,
+        header_timeout_s=header_timeout_s,
+        body_timeout_s=body_timeout_s,
+    )
+    with server:
+        yield server, gateway

@@ -22,6 +22,7 @@ from ._core.errors import (
     InvalidOptionError,
     NotebookNotFoundError,
     NotebookStoreError,
+    SessionStateError,
     TomcError,
     UnsupportedClientError,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "NotebookNotFoundError",
     "NotebookStore",
     "NotebookStoreError",
+    "SessionStateError",
     "SourceUnit",
     "TokenCounter",
     "TomcError",

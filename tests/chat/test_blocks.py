@@ -22,17 +22,21 @@ def session_history(steps: int) -> list[dict]:
 
 
 def planned(messages: list[dict], fit_limit: int) -> RequestPlan:
-    plan = RequestPlan(
-        DIALECTS["chat"],
+    dialect, meter = DIALECTS["chat"], meter_for(None)
+    entries = ItemCache().read(dialect, meter, messages)
+    return RequestPlan(
+        dialect,
         {"model": "m", "messages": messages},
         number=1,
         policy="stable",
-        default_reserve=0,
+        output_reserve=0,
+        thinking_prefix="drop_block",
+        meter=meter,
+        items=messages,
+        entries=entries,
+        tokens_before=sum(entry.tokens for entry in entries),
+        fit_limit=fit_limit,
     )
-    plan.meter = meter_for(None)
-    plan.read(ItemCache())
-    plan.fit_limit = fit_limit
-    return plan
 
 
 def segment(region: Region, tokens: int) -> Segment:

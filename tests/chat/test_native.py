@@ -60,8 +60,22 @@ def test_arbitrary_payloads_never_raise(source, event):
     assert read_native_event(source, event).kind in ("started", "completed", "ignored")
 
 
+class Gate:
+    """The counters with the session's limits, as the session calls them."""
+
+    def __init__(self, cooldown_requests: int, pause_limit: int = 8) -> None:
+        self.state = NativeState()
+        self.limits = (cooldown_requests, pause_limit)
+
+    def apply(self, event):
+        return self.state.apply(event, self.limits[0])
+
+    def gate(self):
+        return self.state.gate(*self.limits)
+
+
 def test_cooldown_counts_logical_requests_then_resumes():
-    state = NativeState(cooldown_requests=2)
+    state = Gate(cooldown_requests=2)
     assert state.gate() is None
     state.apply(read_native_event("claude", {"hook_event_name": "PreCompact", "trigger": "auto"}))
     assert state.gate()[0] == "native_pause" and state.gate()[0] == "native_pause"
@@ -72,20 +86,20 @@ def test_cooldown_counts_logical_requests_then_resumes():
     )
     assert state.gate()[1].endswith("2 of 2")
     assert state.gate() is None
-    zero = NativeState(cooldown_requests=0)
+    zero = Gate(cooldown_requests=0)
     zero.apply(read_native_event("codex", codex("thread/compacted")))
     assert zero.gate() is None
 
 
 def test_a_compaction_that_never_completes_pauses_a_bounded_number_of_requests():
-    state = NativeState(cooldown_requests=2, pause_limit=3)
+    state = Gate(cooldown_requests=2, pause_limit=3)
     state.apply(read_native_event("claude", {"hook_event_name": "PreCompact", "trigger": "auto"}))
     codes = [gate[0] if gate else None for gate in (state.gate() for _ in range(5))]
     assert codes == ["native_pause", "native_pause", "native_pause", None, None]
 
 
 def test_a_repeated_completion_does_not_restart_the_cooldown():
-    state = NativeState(cooldown_requests=2)
+    state = Gate(cooldown_requests=2)
     state.apply(read_native_event("codex", codex("item/started", COMPACTION)))
     assert state.apply(read_native_event("codex", codex("item/completed", COMPACTION)))
     # The deprecated notification for the same compaction arrives right after.

@@ -19,6 +19,7 @@ __all__ = [
     "InvalidOptionError",
     "NotebookNotFoundError",
     "NotebookStoreError",
+    "SessionStateError",
     "TomcError",
     "UnsupportedClientError",
 ]
@@ -72,6 +73,11 @@ class CompiledMemoryRefusedError(TomcError, ValueError):
 
 class NotebookStoreError(TomcError, RuntimeError):
     """The notebook store cannot be used: its folder or database file is unusable."""
+
+
+class SessionStateError(TomcError, ValueError):
+    """A saved conversation state cannot be loaded: not JSON, another version, a missing or
+    malformed field."""
 
 
 class UnsupportedClientError(TomcError, TypeError):

@@ -31,6 +31,23 @@ class _TargetType(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+class _ThinkingType(click.ParamType):
+    """A thinking-prefix behaviour, as the session defines them (read when used, so that the
+    command line does not load the chat package to start)."""
+
+    name = "BEHAVIOUR"
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        from .._core.errors import InvalidOptionError
+        from ..chat._options import THINKING_PREFIX, check_choice
+
+        try:
+            check_choice("--thinking-prefix", value, THINKING_PREFIX)
+        except InvalidOptionError as exc:
+            self.fail(str(exc), param, ctx)
+        return value
+
+
 _CONTEXT_TARGET = click.option(
     "--context-target",
     "--context-limit",
@@ -43,14 +60,14 @@ _CONTEXT_TARGET = click.option(
 )
 _THINKING_PREFIX = click.option(
     "--thinking-prefix",
-    type=click.Choice(["passthrough", "drop_block"]),
+    type=_ThinkingType(),
     default=None,
     help="Anthropic signed thinking after a rewritten prefix: send the request as it is, or "
     "let the provider drop those blocks (its documented drop_block behaviour).",
 )
 
 
-_TEAM_OPTIONS = (
+_SERVE_OPTIONS = (
     click.option(
         "--allow-host",
         "allow_hosts",
@@ -84,12 +101,21 @@ _TEAM_OPTIONS = (
         "printed).",
     ),
     click.option("--allow-remote", is_flag=True, hidden=True),
+    click.option(
+        "--allow-origin",
+        "allow_origins",
+        multiple=True,
+        metavar="ORIGIN",
+        help="Let web pages of ORIGIN (https://app.example) call the gateway from a browser "
+        "(repeatable; default: the settings file's allow_origins, else none).",
+    ),
 )
 
 
-def _team_options(command):  # type: ignore[no-untyped-def]
-    """``tomc gateway serve``'s options for serving a team (see :mod:`.serving`)."""
-    for option in reversed(_TEAM_OPTIONS):
+def _serve_options(command):  # type: ignore[no-untyped-def]
+    """``tomc gateway serve``'s options for serving beyond one local agent (a team: see
+    :mod:`.serving`; web pages: ``--allow-origin``)."""
+    for option in reversed(_SERVE_OPTIONS):
         command = option(command)
     return command
 
@@ -104,7 +130,7 @@ def _team_options(command):  # type: ignore[no-untyped-def]
 @click.option(
     "--port", "-p", type=click.IntRange(0, 65535), default=None, help="Default: saved, else 8787."
 )
-@_team_options
+@_serve_options
 @_CONTEXT_TARGET
 @_THINKING_PREFIX
 @click.option(
@@ -121,6 +147,7 @@ def serve_command(
     context_target: int | str | None,
     thinking_prefix: str | None,
     home: str | None,
+    allow_origins: tuple[str, ...],
     verbose: bool,
     allow_remote: bool,
 ) -> None:
@@ -140,6 +167,8 @@ def serve_command(
         pinned["context_target"] = context_target
     if thinking_prefix is not None:
         pinned["thinking_prefix"] = thinking_prefix
+    if allow_origins:
+        pinned["allow_origins"] = allow_origins
     options = ServeOptions(
         host, port, home, pinned, allow_hosts, status_token, session_store, workers, verbose
     )

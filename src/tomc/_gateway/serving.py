@@ -129,16 +129,13 @@ def serve(options: ServeOptions, say: Callable[[str], None], *, show_token: bool
     """Serve until Ctrl-C (``options`` already :meth:`~ServeOptions.checked`; ``show_token``:
     print the status token, one that was made for this run). Binding errors are ``OSError``."""
     from ..web._server import AppServer, WorkerServer
+    from .proxy.server import gateway_server
 
     _configure_logging(options.verbose)
     port = options.settings().port if options.port is None else options.port
     if options.workers == 1:
-        server: AppServer | WorkerServer = AppServer(
-            options.app(port),
-            options.host,
-            port,
-            verbose=options.verbose,
-            lifespan="on",
+        server: AppServer | WorkerServer = gateway_server(
+            options.app(port), options.host, port, verbose=options.verbose
         )
     else:
         server = WorkerServer(

@@ -11,25 +11,32 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._core.errors import InvalidOptionError
 from .._home import default_home
+from ..chat._options import THINKING_PREFIX, SessionOptions, check_choice, check_tokens
 
 __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_UPSTREAMS",
+    "MIN_CONTEXT_TARGET",
     "TARGET_OFF",
     "GatewaySettings",
     "atomic_write",
     "gateway_dir",
     "load_settings",
+    "normalize_origin",
     "parse_context_target",
     "record_upstream",
+    "remove_leftover_temps",
     "save_settings",
 ]
 
@@ -59,12 +66,16 @@ class GatewaySettings:
     #: ``"drop_block"`` lets Anthropic drop signed thinking after a rewritten prefix (see
     #: :mod:`tomc.chat.dialects._anthropic_messages`); ``"passthrough"`` sends such requests as
     #: they are.
-    thinking_prefix: str = "drop_block"
+    thinking_prefix: str = SessionOptions.thinking_prefix
     #: Keep every request's prompt at or under this many tokens (the ``context_target`` of
     #: each request; the output reservation does not count). ``None``: each agent's default
     #: (:mod:`tomc._gateway.agents.limits`); ``"off"``: no target, only the models' windows.
     #: The file's older ``context_limit`` key is read as this.
     context_target: int | str | None = None
+    #: Web origins (``https://app.example``) whose pages may call the gateway from a browser:
+    #: their cross-site requests and CORS preflights are answered. By default none may; SDKs
+    #: and agent CLIs send no ``Origin`` and are not concerned.
+    allow_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -77,9 +88,9 @@ class GatewaySettings:
         for kind, url in self.upstreams.items():
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise InvalidOptionError(f"upstream {kind!r} must be an http(s) URL, not {url!r}")
-        if self.thinking_prefix not in ("passthrough", "drop_block"):
-            raise InvalidOptionError("thinking_prefix must be 'passthrough' or 'drop_block'")
+        check_choice("thinking_prefix", self.thinking_prefix, THINKING_PREFIX)
         object.__setattr__(self, "context_target", parse_context_target(self.context_target))
+        object.__setattr__(self, "allow_origins", _parse_origins(self.allow_origins))
 
     def upstream(self, kind: str) -> str:
         """The base URL for ``kind``, without a trailing slash."""
@@ -88,15 +99,60 @@ class GatewaySettings:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["upstreams"] = dict(self.upstreams)
+        data["allow_origins"] = list(self.allow_origins)
         return data
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalize_origin(text: str) -> str:
+    """A web origin as browsers send it in ``Origin``: ``scheme://host[:port]``, lower case,
+    without a default port (``https://App.example:443/`` -> ``https://app.example``)."""
+    raw = text.strip() if isinstance(text, str) else ""
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if (
+        parts is None
+        or parts.scheme not in _DEFAULT_PORTS
+        or not parts.hostname
+        or parts.username is not None
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+    ):
+        raise InvalidOptionError(
+            f"{text!r} is not a web origin; write it as scheme://host[:port], e.g. "
+            "https://app.example or http://localhost:3000"
+        )
+    host = parts.hostname
+    host = f"[{host}]" if ":" in host else host
+    if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
+        host = f"{host}:{port}"
+    return f"{parts.scheme}://{host}"
+
+
+def _parse_origins(values: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise InvalidOptionError(f"allow_origins must be a list of web origins, not {values!r}")
+    try:
+        return tuple(dict.fromkeys(normalize_origin(value) for value in values))
+    except InvalidOptionError as exc:
+        raise InvalidOptionError(f"allow_origins: {exc}") from None
+
+
 TARGET_OFF = "off"
+#: The smallest context target the gateway takes: below it an agent could not work at all.
+MIN_CONTEXT_TARGET = 1024
 
 
 def parse_context_target(value: object) -> int | str | None:
     """A context target as settings, options and headers spell it: ``None``, ``"off"``, or an
-    integer of at least 1024 tokens (``"120000"`` and ``"120_000"`` too)."""
+    integer of at least :data:`MIN_CONTEXT_TARGET` tokens (``"120000"`` and ``"120_000"`` too),
+    checked as the session checks its own ``context_target``."""
     if value is None or value == "":
         return None
     if isinstance(value, str):
@@ -109,13 +165,7 @@ def parse_context_target(value: object) -> int | str | None:
             raise InvalidOptionError(
                 f"context target must be a number of tokens or 'off', not {text!r}"
             ) from None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidOptionError(
-            f"context target must be a number of tokens or 'off', not {value!r}"
-        )
-    if value < 1024:
-        raise InvalidOptionError(f"context target must be >= 1024 tokens, not {value}")
-    return value
+    return check_tokens("context target", value, MIN_CONTEXT_TARGET)
 
 
 def gateway_dir(home: str | os.PathLike[str] | None = None) -> Path:
@@ -139,8 +189,9 @@ def load_settings(home: str | os.PathLike[str] | None = None) -> GatewaySettings
         return GatewaySettings(
             port=int(data.get("port", DEFAULT_PORT)),
             upstreams=upstreams,
-            thinking_prefix=data.get("thinking_prefix", "drop_block"),
+            thinking_prefix=data.get("thinking_prefix", SessionOptions.thinking_prefix),
             context_target=data.get("context_target", data.get("context_limit")),
+            allow_origins=data.get("allow_origins", ()),
         )
     except (ValueError, TypeError, AttributeError) as exc:
         raise InvalidOptionError(f"gateway settings {path} are not valid: {exc}") from None
@@ -174,7 +225,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Replace ``path`` with ``data`` in one step (temporary file in the same folder, then
     rename), so a crash leaves either the old file or the new one, never half of either."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, temp = tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -186,3 +237,35 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+# What mkstemp puts after the prefix: eight of these characters (CPython's tempfile).
+_TEMP_NAME = re.compile(r"[a-z0-9_]{8}")
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def remove_leftover_temps(path: Path) -> list[Path]:
+    """Remove the temporary files :func:`atomic_write` left beside ``path`` when its process
+    was killed mid-write (``.<name>.`` and eight characters of mkstemp's); other files, even
+    with a similar name, stay. Returns what was removed."""
+    prefix = _temp_prefix(path)
+    try:
+        entries = sorted(path.parent.iterdir())
+    except OSError:  # no folder, or not readable: nothing of ours to find
+        return []
+    removed = []
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(prefix) and _TEMP_NAME.fullmatch(name[len(prefix) :])):
+            continue
+        try:
+            if not stat.S_ISREG(entry.lstat().st_mode):
+                continue
+            entry.unlink()
+        except OSError:
+            continue
+        removed.append(entry)
+    return removed

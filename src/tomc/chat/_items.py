@@ -30,12 +30,14 @@ class ItemCache:
     """
 
     def __init__(self) -> None:
-        self.key: tuple[str, int] | None = None
+        self.key: tuple[str, int, bool, float] | None = None
         self.snapshots: list[Any] = []
         self.entries: list[Entry] = []
 
     def read(self, dialect: Dialect, meter: TokenMeter, items: Sequence[Any]) -> list[Entry]:
-        key = (dialect.name, id(meter))
+        # Entries are counted by the meter as it is now (its learned factor too), so that what
+        # the cache gives back is what a fresh read would: it only saves time.
+        key = (dialect.name, id(meter.counter), meter.exact, meter.factor)
         if key != self.key:
             self.key, self.snapshots, self.entries = key, [], []
         same = 0

@@ -27,6 +27,7 @@ __all__ = [
     "LEXICAL_MARGIN",
     "MAX_LEARNED_MARGIN",
     "TokenMeter",
+    "learned_factor",
     "meter_for",
 ]
 
@@ -74,9 +75,16 @@ class TokenMeter:
 
     def learn(self, estimated: int, reported: int) -> None:
         """Raise the safety factor when a provider reports a larger prompt than estimated."""
-        if self.exact or estimated <= 0 or reported <= estimated:
-            return
-        self.factor = min(MAX_LEARNED_MARGIN, max(self.factor, self.factor * reported / estimated))
+        if not self.exact:
+            self.factor = learned_factor(self.factor, estimated, reported)
+
+
+def learned_factor(factor: float, estimated: int, reported: int) -> float:
+    """``factor`` raised to match a provider's ``reported`` prompt size when the estimate
+    (``estimated``, counted with it) ran low, up to :data:`MAX_LEARNED_MARGIN`; never lowered."""
+    if estimated <= 0 or reported <= estimated:
+        return factor
+    return min(MAX_LEARNED_MARGIN, max(factor, factor * reported / estimated))
 
 
 @functools.lru_cache(maxsize=4)

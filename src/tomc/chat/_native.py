@@ -74,30 +74,25 @@ def read_native_event(source: str, event: Any) -> NativeEvent:
     return _ignored(str(source), f"unknown source {source!r}; use 'codex' or 'claude'")
 
 
+@dataclass
 class NativeState:
     """Whether a native compaction is running, and how many requests still cool down after one.
 
-    A compaction that starts and never reports completion pauses at most ``pause_limit`` logical
-    requests, then the session resumes (a lost completion event must not disable it forever). A
-    completion with no start since the last one, arriving before any request or while that one's
-    cooldown still runs (a host that sends both ``item/completed`` and ``thread/compacted``), does
-    not restart the cooldown.
+    Only the counters live here (they are part of a conversation's state); the limits are the
+    session's options and come with each call. A compaction that starts and never reports
+    completion pauses at most ``pause_limit`` logical requests, then the session resumes (a lost
+    completion event must not disable it forever). A completion with no start since the last
+    one, arriving before any request or while that one's cooldown still runs (a host that sends
+    both ``item/completed`` and ``thread/compacted``), does not restart the cooldown.
     """
 
-    def __init__(self, cooldown_requests: int, pause_limit: int = 8) -> None:
-        if cooldown_requests < 0:
-            raise ValueError("native_cooldown_requests must be >= 0")
-        if pause_limit < 1:
-            raise ValueError("native_pause_limit must be >= 1")
-        self.cooldown_requests = cooldown_requests
-        self.pause_limit = pause_limit
-        self.in_progress: NativeEvent | None = None
-        self.paused_requests = 0
-        self.cooldown_left = 0
-        self.last_completed: NativeEvent | None = None
-        self._requests_since_completion: int | None = None
+    in_progress: NativeEvent | None = None
+    paused_requests: int = 0
+    cooldown_left: int = 0
+    last_completed: NativeEvent | None = None
+    requests_since_completion: int | None = None
 
-    def apply(self, event: NativeEvent) -> bool:
+    def apply(self, event: NativeEvent, cooldown_requests: int) -> bool:
         """Apply an event; ``False`` when it changes nothing (ignored, or a repeated completion)."""
         if event.kind == "started":
             self.in_progress = event
@@ -106,37 +101,37 @@ class NativeState:
         if event.kind != "completed":
             return False
         if self.in_progress is None and (
-            self._requests_since_completion == 0 or self.cooldown_left > 0
+            self.requests_since_completion == 0 or self.cooldown_left > 0
         ):
             return False  # the same compaction reported again, or its cooldown still running
         self.in_progress = None
-        self.cooldown_left = self.cooldown_requests
+        self.cooldown_left = cooldown_requests
         self.last_completed = event
-        self._requests_since_completion = 0
+        self.requests_since_completion = 0
         return True
 
-    def gate(self) -> tuple[str, str] | None:
+    def gate(self, cooldown_requests: int, pause_limit: int) -> tuple[str, str] | None:
         """Called once per logical request: ``(code, reason)`` to pass through, else ``None``."""
-        if self._requests_since_completion is not None:
-            self._requests_since_completion += 1
+        if self.requests_since_completion is not None:
+            self.requests_since_completion += 1
         if self.in_progress is not None:
             event = self.in_progress
-            if self.paused_requests < self.pause_limit:
+            if self.paused_requests < pause_limit:
                 self.paused_requests += 1
                 return (
                     "native_pause",
                     f"native compaction in progress ({event.source}: {event.detail}); "
-                    f"request {self.paused_requests} of at most {self.pause_limit}",
+                    f"request {self.paused_requests} of at most {pause_limit}",
                 )
             # No completion arrived within the bound: resume rather than stay paused forever.
             self.in_progress = None
         if self.cooldown_left > 0:
-            done = self.cooldown_requests - self.cooldown_left + 1
+            done = cooldown_requests - self.cooldown_left + 1
             self.cooldown_left -= 1
             source = self.last_completed.source if self.last_completed else "native"
             return (
                 "native_cooldown",
                 f"native compaction completed ({source}); cooldown request {done} of "
-                f"{self.cooldown_requests}",
+                f"{cooldown_requests}",
             )
         return None

@@ -1,26 +1,27 @@
 """One request being decided: its facts and figures, the memory segments, and the view.
 
-A :class:`RequestPlan` gathers what the session learns about one request (its entries, token
-counts, window) and becomes its :class:`~tomc.chat._decision.Decision`. A :class:`Segment` is a
-region replaced by one memory item; :func:`view` splices segments into the item list.
+A :class:`RequestPlan` is what the session learns about one request before deciding it (its
+entries, token counts, window, context hint); :func:`tomc.chat._policy.plan_request` builds it.
+An :class:`Outcome` is what the decision did with it, and the two together make the request's
+:class:`~tomc.chat._decision.Decision`. A :class:`Segment` is a region replaced by one memory
+item; :func:`view` splices segments into the item list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._conversation import Entry
 from ._decision import Decision
-from ._items import ItemCache
 from ._layout import Region
 from ._meter import TokenMeter
-from .dialects import Dialect
+from .dialects import Dialect, PassThrough
 
 __all__ = [
-    "Frozen",
-    "Pass",
+    "Outcome",
+    "PreparedRequest",
     "RequestPlan",
     "Segment",
     "raw_tokens",
@@ -43,27 +44,6 @@ class Segment:
     compiled: int
     strategy: str
     latency_s: float
-
-
-@dataclass(frozen=True)
-class Frozen:
-    """The memory in use: its segments and the entries it stands for (compared by identity)."""
-
-    segments: tuple[Segment, ...]
-    entries: tuple[Entry, ...]
-    explicit_budget: int | None
-    built_request: int
-    built_len: int
-    dialect: str
-
-
-class Pass(Exception):
-    """Control flow inside a decision: send the request unchanged, with this code."""
-
-    def __init__(self, code: str, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
 
 
 def raw_tokens(entries: Sequence[Entry], region: Region) -> int:
@@ -118,99 +98,102 @@ def view(plan: RequestPlan, segments: Sequence[Segment]) -> tuple[list[Any], int
     return view, tokens
 
 
+@dataclass(frozen=True)
 class RequestPlan:
-    """The facts and figures gathered for one request while it is being decided."""
+    """The facts and figures of one request, gathered before it is decided.
 
-    def __init__(
-        self,
-        dialect: Dialect,
-        request: Mapping[str, Any],
-        *,
-        number: int,
-        policy: str,
-        default_reserve: int,
-    ) -> None:
-        self.dialect = dialect
-        self.request = request
-        self.model = request.get("model")
-        self.number = number
-        self.policy = policy
-        self.rebuilds = 0
-        self.rebuild: str | None = None
-        self.action = "passthrough"
-        self.code = ""
-        self.reason = ""
-        self.notes: list[str] = []
-        self.items: Sequence[Any] = ()
-        self.entries: list[Entry] = []
-        self.meter: TokenMeter | None = None
-        self.fixed_tokens = 0
-        self.tokens_before = 0
-        self.tokens_after = 0
-        self.window: int | None = None
-        self.fit_limit = 0
-        self.target: int | None = None
-        self.thinking_prefix = "drop_block"
-        self.hint: int | None = None
-        self.hint_source: str | None = None
-        self.segments: Sequence[Segment] = ()
-        # Planning hint only: the request's own output limit wins, and is never rewritten.
-        reserve = dialect.output_reserve(request)
-        self.output_reserve = reserve if reserve is not None else default_reserve
+    Figures that planning did not reach (it stopped at ``passed``, the reason to send the
+    request unchanged) keep their defaults: a request of an unknown model is never read.
+    """
 
-    def read(self, cache: ItemCache) -> None:
-        """Read the history (through ``cache``) and check its tool pairing."""
-        assert self.meter is not None
-        self.items = self.dialect.items(self.request)
-        self.entries = cache.read(self.dialect, self.meter, self.items)
-        self.fixed_tokens = self.meter.count(self.dialect.fixed_text(self.request))
-        self.tokens_before = self.tokens_after = self.fixed_tokens + sum(
-            entry.tokens for entry in self.entries
-        )
-        problems = self.dialect.pairing(self.entries)
-        if problems:
-            raise Pass("pairing_broken", f"history breaks tool pairing rules: {problems[0]}")
+    dialect: Dialect
+    request: Mapping[str, Any]
+    number: int
+    policy: str
+    #: Planning hint only: the request's own output limit wins, and is never rewritten.
+    output_reserve: int
+    thinking_prefix: str
+    #: The caller's task and explicit memory budget for this request, if given.
+    task: str | None = None
+    explicit_budget: int | None = None
+    meter: TokenMeter | None = None
+    #: The model's encoding (``""`` for none): which learned margin and frozen memory apply.
+    encoding: str = ""
+    items: Sequence[Any] = ()
+    entries: Sequence[Entry] = ()
+    fixed_tokens: int = 0
+    tokens_before: int = 0
+    window: int | None = None
+    fit_limit: int = 0
+    target: int | None = None
+    hint: int | None = None
+    hint_source: str | None = None
+    #: What the decision's reason adds (a back-off threshold crossed by a request that must
+    #: still be rewritten).
+    notes: tuple[str, ...] = ()
+    passed: PassThrough | None = None
 
-    def use(self, segments: Sequence[Segment], view_tokens: int, action: str, reason: str) -> None:
-        self.segments, self.tokens_after, self.action, self.reason = (
-            segments,
-            view_tokens,
-            action,
-            reason,
-        )
-        self.code = action
+    @property
+    def model(self) -> Any:
+        return self.request.get("model")
 
-    def passthrough(self, code: str, reason: str) -> None:
-        self.action, self.code, self.reason = "passthrough", code, reason
-        self.tokens_after = self.tokens_before
-        self.segments = ()  # nothing of a memory was sent
-
-    def decision(self, rebuilds: int) -> Decision:
-        self.rebuilds = rebuilds
-        segments = self.segments
-        reason = "; ".join([self.reason, *self.notes]) if self.notes else self.reason
-        compiled = self.action == "compiled"
+    def decision(self, outcome: Outcome, rebuilds: int) -> Decision:
+        """The decision of this request with ``outcome``."""
+        segments = outcome.segments
+        reason = "; ".join([outcome.reason, *self.notes]) if self.notes else outcome.reason
+        compiled = outcome.action == "compiled"
         return Decision(
             request=self.number,
-            action=self.action,
-            code=self.code,
+            action=outcome.action,
+            code=outcome.code,
             reason=reason,
             model=str(self.model),
             api=self.dialect.name,
             policy=self.policy,
             tokens_before=self.tokens_before,
-            tokens_after=self.tokens_after,
+            tokens_after=outcome.tokens_after,
             effective_window=self.window,
             output_reserve=self.output_reserve,
             counter=self.meter.name if self.meter else "",
             memory_budget=sum(s.budget for s in segments) if segments else None,
             memory_tokens=sum(s.tokens for s in segments) if segments else None,
             compiled_messages=sum(s.compiled for s in segments),
-            rebuilds=self.rebuilds,
+            rebuilds=rebuilds,
             context_hint=self.hint,
             hint_source=self.hint_source,
             compile_latency_s=sum(s.latency_s for s in segments) if compiled else 0.0,
             applied_strategy=segments[-1].strategy if segments else None,
             context_target=self.target,
-            rebuild=self.rebuild if compiled else None,
+            rebuild=outcome.rebuild if compiled else None,
         )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a decision did with a request: the body and headers to send, and its figures."""
+
+    action: str
+    code: str
+    reason: str
+    body: dict[str, Any]
+    headers: Mapping[str, str]
+    tokens_after: int
+    segments: tuple[Segment, ...] = ()
+    #: ``build``, ``append`` or ``merge`` for a compiled request.
+    rebuild: str | None = None
+
+    @classmethod
+    def unchanged(cls, plan: RequestPlan, passed: PassThrough) -> Outcome:
+        """The request sent as it came (as a dict), for ``passed``'s reason."""
+        request = plan.request
+        body = request if isinstance(request, dict) else dict(request)
+        return cls("passthrough", passed.code, passed.reason, body, {}, plan.tokens_before)
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """A decided request: the body to send, the decision, and headers to add (rarely any)."""
+
+    body: dict[str, Any]
+    decision: Decision
+    headers: Mapping[str, str] = field(default_factory=dict)

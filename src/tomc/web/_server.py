@@ -3,34 +3,41 @@
 :func:`make_server` binds the socket at once (so a taken port is an ``OSError`` right there and
 ``port=0`` has a known port), then :meth:`AppServer.run` serves in the foreground (what
 ``tomc serve`` does) or :meth:`AppServer.start` in a background thread (tests, embedding).
-:class:`WorkerServer` serves one socket from several processes (``tomc gateway serve
---workers N``): uvicorn's supervisor starts them, restarts one that dies, and stops them all on
-Ctrl-C or SIGTERM.
+Slow clients are cut (:mod:`tomc.web._deadlines`): request headers must arrive within
+``header_timeout_s``, and a body must not stop for ``body_timeout_s``. :class:`WorkerServer`
+serves one socket from several processes (``tomc gateway serve --workers N``): uvicorn's
+supervisor starts them, restarts one that dies, and stops them all on Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import socket
 import threading
 import time
 from collections.abc import Collection, Iterable
+from email.utils import formatdate
 from types import TracebackType
 
 import uvicorn
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.importer import import_from_string
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.supervisors import Multiprocess
 
 from .._core.compiler import compile_memory
 from .._service import CompileFunction
 from ._app import BODY_TIMEOUT_S, LOOPBACK_HOSTS, create_app
+from ._deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S, guarded_protocol
 
 __all__ = [
     "BACKLOG",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "AppServer",
+    "GuardedHTTPProtocol",
     "WorkerServer",
     "allowed_hosts_for",
     "make_server",
@@ -92,28 +99,45 @@ def _bind(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
-def _config(
-    app: ASGIApp | str, *, backlog: int, quiet: bool, verbose: bool, lifespan: str, **extra: object
-) -> uvicorn.Config:
-    return uvicorn.Config(
-        app,
-        http="auto",
-        loop="asyncio",
-        ws="none",
-        lifespan=lifespan,
-        backlog=backlog,
-        log_config=None,
-        log_level="critical" if quiet else "info" if verbose else "warning",
-        access_log=verbose and not quiet,
-        timeout_graceful_shutdown=2,
-        server_header=False,
-        **extra,
-    )
+class _DateIfMissing:
+    """ASGI wrapper: a ``Date`` header on every answer that has none (a relayed answer keeps
+    the one its own server sent, instead of getting a second one from uvicorn)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def dated(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                if not any(name.lower() == b"date" for name, _ in headers):
+                    headers.append((b"date", formatdate(usegmt=True).encode("ascii")))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, dated)
+
+
+#: uvicorn's HTTP protocol with the default deadlines, named so that a worker process can import
+#: it (a class made at run time cannot be handed to another process).
+GuardedHTTPProtocol = guarded_protocol(AutoHTTPProtocol)
+_WORKER_FACTORY = "TOMC_WORKER_APP_FACTORY"
+
+
+def _worker_app() -> ASGIApp:
+    """In each worker process: the app of :class:`WorkerServer`'s factory, keeping its own
+    ``Date`` headers as ``AppServer(app_date=True)`` does."""
+    return _DateIfMissing(import_from_string(os.environ[_WORKER_FACTORY])())
 
 
 class WorkerServer:
-    """``workers`` processes serving one socket bound here; each builds its app by calling
-    ``factory`` (an import string, ``"package.module:function"``)."""
+    """``workers`` processes serving one socket bound here, with the deadlines and the ``Date``
+    handling of ``AppServer(app_date=True)`` (the gateway's); each process builds its app by
+    calling ``factory``, an import string (``"package.module:function"``)."""
 
     def __init__(
         self,
@@ -129,14 +153,22 @@ class WorkerServer:
         self.socket = _bind(host, port, backlog)
         self.host = host
         self.port = self.socket.getsockname()[1]
-        self._config = _config(
-            factory,
-            backlog=backlog,
-            quiet=False,
-            verbose=verbose,
-            lifespan=lifespan,
+        self._factory = factory
+        self._config = uvicorn.Config(
+            f"{__name__}:_worker_app",
             factory=True,
             workers=workers,
+            http=f"{__name__}:GuardedHTTPProtocol",
+            date_header=False,
+            loop="asyncio",
+            ws="none",
+            lifespan=lifespan,
+            backlog=backlog,
+            log_config=None,
+            log_level="info" if verbose else "warning",
+            access_log=verbose,
+            timeout_graceful_shutdown=2,
+            server_header=False,
         )
 
     @property
@@ -145,6 +177,7 @@ class WorkerServer:
 
     def run(self) -> None:
         """Start the workers and supervise them until Ctrl-C or SIGTERM."""
+        os.environ[_WORKER_FACTORY] = self._factory  # the workers inherit it
         try:
             Multiprocess(self._config, sockets=[self.socket]).run()
         finally:
@@ -152,7 +185,12 @@ class WorkerServer:
 
 
 class AppServer:
-    """uvicorn serving ``app`` on an already bound socket; ``url`` is where it answers."""
+    """uvicorn serving ``app`` on an already bound socket; ``url`` is where it answers.
+
+    ``header_timeout_s`` and ``body_timeout_s`` cut slow clients (:mod:`tomc.web._deadlines`).
+    With ``app_date`` the app's own ``Date`` header is kept and one is added only to answers
+    without it (a proxy relaying its upstream's); otherwise uvicorn adds its own to each.
+    """
 
     def __init__(
         self,
@@ -164,11 +202,27 @@ class AppServer:
         quiet: bool = False,
         verbose: bool = False,
         lifespan: str = "off",
+        header_timeout_s: float = HEADER_TIMEOUT_S,
+        body_timeout_s: float = BODY_IDLE_TIMEOUT_S,
+        app_date: bool = False,
     ) -> None:
         self.socket = _bind(host, port, backlog)
         self.host = host
         self.port = self.socket.getsockname()[1]
-        config = _config(app, backlog=backlog, quiet=quiet, verbose=verbose, lifespan=lifespan)
+        config = uvicorn.Config(
+            _DateIfMissing(app) if app_date else app,
+            http=guarded_protocol(AutoHTTPProtocol, header_timeout_s, body_timeout_s),
+            date_header=not app_date,
+            loop="asyncio",
+            ws="none",
+            lifespan=lifespan,
+            backlog=backlog,
+            log_config=None,
+            log_level="critical" if quiet else "info" if verbose else "warning",
+            access_log=verbose and not quiet,
+            timeout_graceful_shutdown=2,
+            server_header=False,
+        )
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 

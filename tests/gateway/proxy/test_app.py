@@ -30,7 +30,8 @@ from dialect_fixtures import (
 )
 from fake_providers import FakeProvider, ProviderError, Reply, Usage
 from tomc._gateway.agents.limits import claude_code_limit
-from tomc._gateway.proxy.app import Gateway, create_gateway_app
+from tomc._gateway.proxy.app import Gateway, create_gateway_app, new_session
+from tomc._gateway.proxy.sessions import MemorySessionStore
 from tomc._gateway.settings import GatewaySettings, save_settings
 from tomc.chat import AutomaticChatSession
 from tomc.chat.dialects import DIALECTS
@@ -257,7 +258,7 @@ def test_a_fault_inside_tomc_forwards_the_original_request(fake, monkeypatch):
     limit = window_for("chat", body) - 4096  # a prompt target: no output reservation
     with gateway_on(fake, context_target=limit) as (base, gateway):
         client = openai_client(base)
-        monkeypatch.setattr("tomc.chat._session.build_region_memory", explode)
+        monkeypatch.setattr("tomc.chat._rebuild.build_region_memory", explode)
         client.chat.completions.create(**body)  # the compiler fails: the session fails open
         assert fake.last.raw == original
         monkeypatch.setattr(AutomaticChatSession, "prepare_request", explode)
@@ -322,8 +323,7 @@ def test_a_foreign_host_name_is_refused(fake):
 def test_conversations_are_kept_apart_and_bounded(fake):
     store_limit = 3
     settings = GatewaySettings(upstreams={"anthropic": fake.anthropic_url})
-    gateway = Gateway(settings)
-    gateway.store._max = store_limit  # a small store for the test
+    gateway = Gateway(settings, store=MemorySessionStore(new_session, max_sessions=store_limit))
     app = create_gateway_app(settings, gateway=gateway)
     with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
         base = server.url.rstrip("/")

@@ -4,10 +4,10 @@ expiry, summed figures, and failing open while the server is down."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import redis
@@ -16,6 +16,7 @@ from redis_server import RedisServer
 from tomc._gateway.proxy.store import store_url
 from tomc._gateway.proxy.store.redis import RedisStateStore
 from tomc._gateway.proxy.store.shared import SharedConversations
+from tomc._gateway.proxy.store.state import restore_state, snapshot_state
 from tomc.chat import AutomaticChatSession
 
 
@@ -136,30 +137,28 @@ def test_figures_are_summed_over_processes(redis_url):
     assert recent[1]["tokens_saved"] == 600 and recent[1]["saved_share"] == 600 / 900
 
 
-def _rebuild_codec() -> tuple[Any, Any]:
-    def snapshot(session: AutomaticChatSession) -> bytes:
-        return json.dumps({"rebuilds": session.rebuilds}).encode()
+def _codec() -> tuple[Any, Any]:
+    return snapshot_state, restore_state
 
-    def restore(session: AutomaticChatSession, data: bytes) -> None:
-        session.rebuilds = json.loads(data)["rebuilds"]
 
-    return snapshot, restore
+def _set_rebuilds(session: AutomaticChatSession, rebuilds: int) -> None:
+    session.state = replace(session.state, rebuilds=rebuilds)
 
 
 def test_shared_conversations_carry_state_between_processes_and_cache_by_version(redis_url):
     async def work(_: RedisStateStore) -> None:
         one, two = (
             SharedConversations(
-                RedisStateStore(store_url(redis_url)), AutomaticChatSession, *_rebuild_codec()
+                RedisStateStore(store_url(redis_url)), AutomaticChatSession, *_codec()
             )
             for _ in range(2)
         )
         first = await one.checkout("k", "chat")
-        first.conversation.session.rebuilds = 1
+        _set_rebuilds(first.conversation.session, 1)
         await first.finish()
         second = await two.checkout("k", "chat")  # another process: loads version 1
         assert second.conversation.session.rebuilds == 1
-        second.conversation.session.rebuilds = 2
+        _set_rebuilds(second.conversation.session, 2)
         await second.finish()
         third = await one.checkout("k", "chat")  # its cached copy is stale: reloaded
         assert third.conversation.session.rebuilds == 2 and one.cache.misses == 1
@@ -183,7 +182,7 @@ def test_a_store_that_goes_down_is_passed_through_then_used_again(tmp_path, capl
         shared = SharedConversations(
             RedisStateStore(store_url(server.url + "?timeout_s=0.5")),
             AutomaticChatSession,
-            *_rebuild_codec(),
+            *_codec(),
         )
         shared.guard._retry_s = 0.2
 

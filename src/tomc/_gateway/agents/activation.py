@@ -62,6 +62,7 @@ from .journal import (
     save_record,
     sha256,
 )
+from .leftovers import leftover_places, remove_leftovers
 
 __all__ = ["ConfigWriter", "activate", "restore_direct"]
 
@@ -132,6 +133,7 @@ def activate(
     done = _ensure_gateway(port, home_path, folder, client, path, start)
     recovering = record is None or record.state == "pending"
     before = record  # the journal as it was, to go back to if the write is refused
+    done += remove_leftovers(folder, client, path, target)
     written = sha256(new_bytes) or ""
     record = _journal(folder, record, client, path, target, data, text, port, edit, written)
     if recovering:
@@ -383,7 +385,9 @@ def restore_direct(
     port = load_settings(home_path).port
     done: list[str] = []
     for name in clients:
+        places = leftover_places(folder, name, environ)
         done += _restore_one(folder, name, environ, port)
+        done += remove_leftovers(folder, name, *places)
     if runner is None:
         from ..local.login import run_command
 

@@ -9,11 +9,9 @@ reused); every other path (``/v1/messages/count_tokens``, ``/v1/responses/compac
 savings, and the usage ledger's traffic (:mod:`tomc._gateway.proxy.ledger`; never message text or
 credentials), and the inspector keeps its page and API.
 
-Where conversations live is the session store's business (:mod:`tomc._gateway.proxy.store`):
-this process's memory by default, or a shared store (``--session-store redis://...``) that
-every gateway process leases each conversation from, so that consecutive requests may land on
-any process. Served beyond loopback, the app answers only the ``--allow-host`` names, and the
-status page and inspector want the status token (:mod:`tomc._gateway.proxy.access`).
+Conversations live in a session store (:mod:`tomc._gateway.proxy.store`): this process's
+memory, or a store shared by every gateway process. Beyond loopback the status page and the
+inspector want a token (:mod:`tomc._gateway.proxy.access`).
 
 Failing open is the rule: a body that is not JSON, a compressed body, or any error inside TOMC
 sends the original request bytes unchanged, and says why in the log.
@@ -37,12 +35,12 @@ import anyio
 import httpx2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ... import __version__
-from ...chat import AutomaticChatSession, Decision
+from ...chat import AutomaticChatSession, Decision, SessionOptions
 from ...chat.dialects import DIALECTS
 from ...web._app import LOOPBACK_HOSTS, HostCheck, inspector_routes
 from ..agents.limits import (
@@ -50,11 +48,9 @@ from ..agents.limits import (
     TARGET_HEADER,
     THINKING_HEADER,
     agent_defaults,
-    request_limit,
 )
 from ..settings import (
     SETTINGS_FILE,
-    TARGET_OFF,
     GatewaySettings,
     gateway_dir,
     load_settings,
@@ -62,9 +58,11 @@ from ..settings import (
 from .access import StatusAccess
 from .ledger import LedgerEntry, UsageLedger, ledger_path
 from .options import RequestOptions
-from .relay import UsageSniffer, error_response, forward_headers, relay
+from .origins import OriginCheck
+from .redact import install_redaction
+from .relay import UsageSniffer, client_gone, error_response, forward_headers, no_cookies, relay
 from .routing import API_PATHS, conversation_key, route_request
-from .sessions import Conversation, MemorySessionStore, SessionStore
+from .sessions import ConversationRecord, MemorySessionStore, SessionStore
 from .status_page import render_status_page
 from .store import Checkout, Conversations, StoreURL, open_conversations, store_url
 from .store.memory import LocalConversations
@@ -72,11 +70,13 @@ from .store.memory import LocalConversations
 __all__ = [
     "MAX_REWRITE_BYTES",
     "SERVICE_NAME",
+    "SESSION_OPTIONS",
     "TARGET_HEADER",
     "THINKING_HEADER",
     "Gateway",
     "RequestOptions",
     "create_gateway_app",
+    "new_session",
 ]
 
 logger = logging.getLogger("tomc.gateway")
@@ -87,6 +87,17 @@ SERVICE_NAME = "tomc-gateway"
 MAX_REWRITE_BYTES = 64 * 1024 * 1024
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _COMPACT_PATHS = {"/v1/responses/compact": "responses"}
+#: Every conversation's session options. The target and the thinking prefix are applied per
+#: request (see ``Gateway._rewrite``), so that settings saved while the gateway runs reach
+#: running conversations too. An agent's recent steps may be shortened to the latest turn when
+#: its tool outputs are big: otherwise each request right after a build would rebuild (a cache
+#: miss each).
+SESSION_OPTIONS = SessionOptions(min_recent_messages=0)
+
+
+def new_session() -> AutomaticChatSession:
+    """A new conversation's session, with :data:`SESSION_OPTIONS`."""
+    return AutomaticChatSession(options=SESSION_OPTIONS)
 
 
 class Gateway:
@@ -121,16 +132,13 @@ class Gateway:
         self._settings_file = gateway_dir(home) / SETTINGS_FILE if home is not None else None
         self._settings_stamp = self._stamp()
         self._checked_at = 0.0
-        # The target and the thinking prefix are applied per request (see _rewrite), so that
-        # settings saved while the gateway runs reach running conversations too.
-        # An agent's recent steps may be shortened to the latest turn when its tool outputs are
-        # big: otherwise each request right after a build would rebuild (a cache miss each).
-        factory = session_factory or partial(AutomaticChatSession, min_recent_messages=0)
+        factory = session_factory or new_session
         url = session_store if isinstance(session_store, StoreURL) else store_url(session_store)
         #: This process's sessions (``None`` with a shared store).
         self.store: SessionStore | None = None
         if conversations is None and url.scheme == "memory":
-            self.store = store or MemorySessionStore(factory)
+            # A store has a length, so an empty one is false: compare with None.
+            self.store = store if store is not None else MemorySessionStore(factory)
             conversations = LocalConversations(self.store, url)
         self.conversations = conversations or open_conversations(url, factory)
         # Store bookkeeping that runs after a request's answer (saving, counting).
@@ -150,6 +158,7 @@ class Gateway:
             timeout=self._timeout,
             trust_env=False,
             follow_redirects=False,
+            cookies=no_cookies(),
             limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64),
         ) as client:
             self.client = client
@@ -240,6 +249,7 @@ class Gateway:
             finished = True
             if conversation is not None and prompt_tokens is not None and status < 400:
                 conversation.session.observe_usage(prompt_tokens)
+                checkout.changed()
             if checkout is not None:  # saved and released once the answer is out
                 self._spawn(checkout.finish())
             if compact_api is not None and status < 400:
@@ -255,30 +265,11 @@ class Gateway:
             api=route.api,
             sniffer=sniffer,
             on_done=done,
+            disconnected=partial(client_gone, request.receive),
         )
         if checkout is not None and not finished and not isinstance(response, StreamingResponse):
             self._spawn(checkout.finish())  # the upstream was not reached: hand it back now
         return response
-
-    def context_target(
-        self, api: str, headers: dict[str, str], data: dict[str, Any], options: RequestOptions
-    ) -> tuple[int | None, str]:
-        """The target for one request and where it comes from. Precedence: an explicit
-        per-run option (header) > the settings file > the agent's default (sent by ``tomc run``
-        from the agent's own configuration, else derived from the request)."""
-        if options.target is not None:
-            return (None if options.target == TARGET_OFF else options.target), "tomc run option"
-        setting = self.settings.context_target
-        if setting == TARGET_OFF:
-            return None, "settings: off"
-        if isinstance(setting, int):
-            return setting, "settings"
-        if isinstance(options.agent_target, int):
-            return options.agent_target, "agent configuration (tomc run)"
-        limit = request_limit(api, headers, data)
-        if limit is None or limit.target is None:
-            return None, "no default (unknown model)"
-        return limit.target, f"{limit.agent} default ({limit.source})"
 
     async def _rewrite(
         self, api: str, headers: dict[str, str], body: bytes, options: RequestOptions | None = None
@@ -301,7 +292,7 @@ class Gateway:
         options = options or RequestOptions()
         checkout = conversation = None
         try:
-            target, source = self.context_target(api, headers, data, options)
+            target, source = options.context_target(self.settings, api, headers, data)
             checkout = await self.conversations.checkout(conversation_key(api, headers, data), api)
             conversation = checkout.conversation
             if conversation is None:
@@ -327,9 +318,11 @@ class Gateway:
             )
             if conversation is not None:
                 conversation.record(None, time.monotonic())
+                checkout.changed()
             return body, {}, checkout
         decision = prepared.decision
         conversation.record(decision, time.monotonic())
+        checkout.changed()
         logger.info(
             "%s %s: %s (%s -> %s tokens)",
             api,
@@ -346,7 +339,7 @@ class Gateway:
     def _record_usage(
         self,
         api: str | None,
-        conversation: Conversation | None,
+        conversation: ConversationRecord | None,
         decision: Decision | None,
         sniffer: UsageSniffer | None,
         status: int,
@@ -383,6 +376,7 @@ class Gateway:
             return
         if checkout.conversation is not None:
             checkout.conversation.session.note_compaction(f"{api} compact endpoint")
+            checkout.changed()
         await checkout.finish()
 
     # ---------------------------------------------------------------- status
@@ -434,10 +428,6 @@ class Gateway:
         }
 
 
-def _status_page(status: dict[str, Any]) -> str:
-    return render_status_page(status)
-
-
 def create_gateway_app(
     settings: GatewaySettings | None = None,
     *,
@@ -452,7 +442,11 @@ def create_gateway_app(
     later are picked up while it runs, except the ``pinned`` ones (command-line options).
 
     ``session_store`` is a ``--session-store`` URL; ``allowed_hosts`` the Host names it answers
-    (``None``: any); ``status_token`` guards the status page and the inspector."""
+    (``None``: any); ``status_token`` guards the status page and the inspector.
+
+    Log records of the gateway and the libraries under it are redacted from here on
+    (:func:`~tomc._gateway.proxy.redact.install_redaction`)."""
+    install_redaction()
     settings = settings or GatewaySettings()
     gateway = gateway or Gateway(settings, home=home, pinned=pinned, session_store=session_store)
 
@@ -469,17 +463,24 @@ def create_gateway_app(
         return JSONResponse(await status())
 
     async def status_page(request: Request) -> HTMLResponse:
-        return HTMLResponse(_status_page(await status()))
+        return HTMLResponse(render_status_page(await status()))
 
     async def proxy(request: Request) -> Response:
         try:
             return await gateway.proxy(request)
+        except ClientDisconnect:  # gone while sending its body: nobody to answer
+            logger.info("client left while sending %s %s", request.method, request.url.path)
+            return Response(status_code=499)
         except Exception as exc:  # the last line of defence: answer in the client's shape
             logger.error("gateway error on %s %s", request.method, request.url.path, exc_info=exc)
             api = API_PATHS.get(request.url.path)
             return error_response(
                 api, 502, f"TOMC gateway error ({type(exc).__name__})", "api_error"
             )
+
+    def allowed_origins() -> tuple[str, ...]:
+        gateway.refresh_settings()
+        return gateway.settings.allow_origins
 
     return Starlette(
         routes=[
@@ -491,6 +492,7 @@ def create_gateway_app(
         ],
         middleware=[
             Middleware(HostCheck, allowed=allowed_hosts),
+            Middleware(OriginCheck, allowed=allowed_origins),
             Middleware(StatusAccess, token=status_token),
         ],
         lifespan=gateway.lifespan,

@@ -2,10 +2,13 @@
 
 Every end-to-end header goes on unchanged (authorization, x-api-key, anthropic-version,
 anthropic-beta, user agents, session and SDK headers, ...); only hop-by-hop headers are dropped
-and ``content-length`` is set for the body actually sent. The upstream's status, headers and body
-come back as they are: raw bytes, unbuffered (a stream is relayed event by event), with its
-errors untouched. When the upstream cannot be reached the gateway answers itself, in the error
-shape of the API the client speaks. A client that goes away closes the upstream stream.
+and ``content-length`` is set for the body actually sent. Nothing of the HTTP client's own is
+added: no ``Accept``, ``Accept-Encoding`` or ``User-Agent`` the client did not send, and no
+cookie (the shared client keeps none, so one user's cookies never reach another's requests).
+The upstream's status, headers and body come back as they are: raw bytes, unbuffered (a stream
+is relayed event by event), with its errors untouched. When the upstream cannot be reached the
+gateway answers itself, in the error shape of the API the client speaks. A client that goes
+away cancels the upstream request, before its answer began or mid-stream.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import anyio
@@ -20,13 +24,16 @@ import httpx2
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from ...chat._client import join_headers
 from .usage import ProviderUsage, StreamUsage, usage_from_json
 
 __all__ = [
     "HOP_BY_HOP",
     "UsageSniffer",
+    "client_gone",
     "error_response",
     "forward_headers",
+    "no_cookies",
     "relay",
     "response_headers",
 ]
@@ -70,17 +77,8 @@ def forward_headers(
     comma-separated header (``anthropic-beta``) or are added."""
     items = list(headers)
     drop = HOP_BY_HOP | _connection_listed(items)
-    out = [(name, value) for name, value in items if name.lower() not in drop]
-    for name, value in (add or {}).items():
-        for index, (existing, current) in enumerate(out):
-            if existing.lower() == name.lower():
-                parts = [p.strip() for p in current.split(",") if p.strip()]
-                if value not in parts:
-                    out[index] = (existing, ",".join([*parts, value]))
-                break
-        else:
-            out.append((name, value))
-    return out
+    kept = [(name, value) for name, value in items if name.lower() not in drop]
+    return join_headers(kept, add or {})
 
 
 def response_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -185,14 +183,19 @@ async def relay(
     api: str | None,
     sniffer: UsageSniffer | None = None,
     on_done: Callable[[int | None, int], None] | None = None,
+    disconnected: Callable[[], Awaitable[None]] | None = None,
 ) -> Response:
     """Send the request and answer with the upstream's response as it arrives.
 
     ``on_done(prompt_tokens, status)`` runs once the body has been relayed (or the client left).
+    ``disconnected()`` returns when the client has gone (:func:`client_gone`); if that happens
+    before the upstream's answer begins, the upstream request is cancelled.
     """
-    request = client.build_request(method, url, headers=headers, content=body)
+    # Built by hand, not with client.build_request: that would add the client's default
+    # headers (Accept, Accept-Encoding, User-Agent) and its cookies.
+    request = httpx2.Request(method, url, headers=headers, content=body)
     try:
-        upstream = await client.send(request, stream=True)
+        upstream = await _send(client, request, disconnected)
     except httpx2.TimeoutException:
         logger.warning("upstream timed out: %s %s", method, _safe_url(url))
         return error_response(api, 504, "the upstream did not answer in time", "timeout_error")
@@ -206,6 +209,11 @@ async def relay(
             f"the gateway could not reach the upstream ({type(exc).__name__})",
             "api_error",
         )
+    if upstream is None:
+        logger.info(
+            "client left before the upstream answered: %s %s cancelled", method, _safe_url(url)
+        )
+        return Response(status_code=499)  # nobody reads it
     if sniffer is not None:
         content_type = upstream.headers.get("content-type", "")
         sniffer.streaming = content_type.startswith("text/event-stream")
@@ -268,3 +276,48 @@ class _RelayResponse(StreamingResponse):
 def _safe_url(url: str) -> str:
     """The URL without its query string (it can carry keys)."""
     return url.split("?", 1)[0]
+
+
+def no_cookies() -> CookieJar:
+    """A cookie jar that never stores a cookie, for the shared upstream client: a cookie one
+    upstream answer sets (``__cf_bm``, a session) must not go out with another user's request."""
+    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+
+
+async def client_gone(receive: Receive) -> None:
+    """Return once the client has disconnected (call after the request body was read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _send(
+    client: httpx2.AsyncClient,
+    request: httpx2.Request,
+    disconnected: Callable[[], Awaitable[None]] | None,
+) -> httpx2.Response | None:
+    """The upstream's answer (headers read, body not yet), or ``None`` when the client left
+    first: the request is then cancelled, which closes its upstream connection (the provider
+    stops generating, and billing, for nobody)."""
+    if disconnected is None:
+        return await client.send(request, stream=True)
+    answer: httpx2.Response | None = None
+    failure: Exception | None = None
+
+    async def send() -> None:
+        nonlocal answer, failure
+        try:
+            answer = await client.send(request, stream=True)
+        except Exception as exc:  # raised below, outside the task group
+            failure = exc
+        group.cancel_scope.cancel()
+
+    async def watch() -> None:
+        await disconnected()
+        group.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(send)
+        group.start_soon(watch)
+    if failure is not None:
+        raise failure
+    return answer

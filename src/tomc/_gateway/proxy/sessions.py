@@ -1,9 +1,16 @@
 """One AutomaticChatSession per conversation, in a bounded store with idle expiry.
 
 The store is a small interface (:class:`SessionStore`) so that a team deployment can later keep
-sessions somewhere every worker sees; :class:`MemorySessionStore` keeps them in this process:
-at most ``max_sessions`` (least recently used go first) and none idle for longer than
-``idle_s``. Each entry also keeps the figures the status page shows, never message text.
+conversations somewhere every worker sees; :class:`MemorySessionStore` keeps them in this
+process: at most ``max_sessions`` (least recently used go first) and none idle for longer than
+``idle_s``. Each :class:`ConversationRecord` also keeps the figures the status page shows, never
+message text.
+
+Everything a conversation's decisions depend on is its session's
+:class:`~tomc.chat.ConversationState` (plain data, saved as JSON) and the session's options,
+which every conversation shares. The gateway calls :meth:`SessionStore.save` after each change
+to a record, so a store shared between processes can keep only the state's JSON per conversation
+and give each request a session made from the shared options with that state loaded.
 """
 
 from __future__ import annotations
@@ -17,11 +24,11 @@ from typing import Any, Protocol
 
 from ...chat import AutomaticChatSession, Decision
 
-__all__ = ["Conversation", "MemorySessionStore", "SessionStore"]
+__all__ = ["ConversationRecord", "MemorySessionStore", "SessionStore"]
 
 
 @dataclass
-class Conversation:
+class ConversationRecord:
     """A conversation's session and what happened to its requests (figures only)."""
 
     key: str
@@ -83,10 +90,14 @@ class Conversation:
 class SessionStore(Protocol):
     """Where conversations live. Implementations must be safe to call from several threads."""
 
-    def get(self, key: str, api: str) -> Conversation:
-        """The conversation for ``key``, created on first use."""
+    def get(self, key: str, api: str) -> ConversationRecord:
+        """The conversation for ``key``, created on first use; its session holds the state."""
 
-    def conversations(self) -> list[Conversation]:
+    def save(self, record: ConversationRecord) -> None:
+        """Keep ``record`` as it is now: called after its session decided a request, learned
+        from usage or noted a compaction, and after its figures changed."""
+
+    def conversations(self) -> list[ConversationRecord]:
         """Every live conversation, most recent first."""
 
 
@@ -107,17 +118,17 @@ class MemorySessionStore:
         self._max = max_sessions
         self._idle_s = idle_s
         self._clock = clock
-        self._items: OrderedDict[str, Conversation] = OrderedDict()
+        self._items: OrderedDict[str, ConversationRecord] = OrderedDict()
         self._lock = threading.Lock()
         self.evicted = 0
 
-    def get(self, key: str, api: str) -> Conversation:
+    def get(self, key: str, api: str) -> ConversationRecord:
         now = self._clock()
         with self._lock:
             self._expire(now)
             conversation = self._items.get(key)
             if conversation is None:
-                conversation = Conversation(key, api, self._factory(), now, now)
+                conversation = ConversationRecord(key, api, self._factory(), now, now)
                 self._items[key] = conversation
                 while len(self._items) > self._max:
                     self._items.popitem(last=False)
@@ -127,7 +138,10 @@ class MemorySessionStore:
                 conversation.last_seen = now
             return conversation
 
-    def conversations(self) -> list[Conversation]:
+    def save(self, record: ConversationRecord) -> None:
+        """Nothing to do: the record and its session live in this process."""
+
+    def conversations(self) -> list[ConversationRecord]:
         with self._lock:
             self._expire(self._clock())
             return list(reversed(self._items.values()))
@@ -135,7 +149,7 @@ class MemorySessionStore:
     def __len__(self) -> int:
         return len(self._items)
 
-    def __iter__(self) -> Iterator[Conversation]:
+    def __iter__(self) -> Iterator[ConversationRecord]:
         return iter(self.conversations())
 
     def _expire(self, now: float) -> None:

@@ -29,7 +29,11 @@ __all__ = [
 
 
 class PassThrough(Exception):
-    """The request must go out unchanged; ``code`` is the stable reason code."""
+    """The request must go out unchanged; ``code`` is the stable reason code.
+
+    A dialect raises it for what its format forbids, and the session's own steps raise it for
+    everything else (the request fits, nothing to compile, compilation failed): the one signal
+    to send a request as it came."""
 
     def __init__(self, code: str, reason: str) -> None:
         super().__init__(reason)

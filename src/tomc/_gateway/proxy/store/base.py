@@ -34,7 +34,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ...._core.errors import GatewayError, InvalidOptionError
 from ....chat import AutomaticChatSession
-from ..sessions import Conversation
+from ..sessions import ConversationRecord
 
 __all__ = [
     "Checkout",
@@ -228,7 +228,11 @@ class Checkout(Protocol):
     ``None``: the request goes out unchanged); :meth:`finish` hands it back once the answer
     has been relayed and its usage fed to the session."""
 
-    conversation: Conversation | None
+    conversation: ConversationRecord | None
+
+    def changed(self) -> None:
+        """The conversation changed (a decision, usage learned): a store without leases
+        keeps it now; a leased one waits for :meth:`finish`."""
 
     async def finish(self) -> None:
         """Save and release (idempotent, never raises)."""

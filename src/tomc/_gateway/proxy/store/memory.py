@@ -7,24 +7,37 @@ why one process is the limit (``--workers`` above 1 needs a shared kind).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..sessions import Conversation, MemorySessionStore, SessionStore
+from ..sessions import ConversationRecord, MemorySessionStore, SessionStore
 from .base import SessionFactory, StoreURL
 
 __all__ = ["SCHEMES", "LocalConversations", "open_conversations"]
 
 SCHEMES = ("memory",)
 
+logger = logging.getLogger("tomc.gateway")
+
 
 class _LocalCheckout:
-    def __init__(self, conversation: Conversation) -> None:
-        self.conversation: Conversation | None = conversation
+    def __init__(self, sessions: SessionStore, conversation: ConversationRecord) -> None:
+        self.conversation: ConversationRecord | None = conversation
+        self._sessions = sessions
+
+    def changed(self) -> None:
+        # At once: the next request of the conversation may arrive before finish() runs.
+        if self.conversation is None:
+            return
+        try:
+            self._sessions.save(self.conversation)
+        except Exception as exc:  # the next request starts from what the store kept
+            logger.warning("conversation not saved (%s: %s)", type(exc).__name__, exc)
 
     async def finish(self) -> None:
-        return None  # the live session is the store
+        self.conversation = None
 
 
 class LocalConversations:
@@ -37,7 +50,7 @@ class LocalConversations:
         self.url = url or StoreURL("memory", "memory")
 
     async def checkout(self, key: str, api: str) -> _LocalCheckout:
-        return _LocalCheckout(self.sessions.get(key, api))
+        return _LocalCheckout(self.sessions, self.sessions.get(key, api))
 
     async def count(self, figures: Mapping[str, int]) -> None:
         return None  # the gateway keeps its own counters

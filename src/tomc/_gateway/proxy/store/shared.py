@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from ....chat import AutomaticChatSession
-from ..sessions import Conversation
+from ..sessions import ConversationRecord
 from .base import Lease, SessionFactory, StateStore, StoreUnavailableError
 
 __all__ = ["OutageGuard", "SharedConversations", "VersionCache"]
@@ -126,7 +126,10 @@ class VersionCache:
 class _PassThrough:
     """The request goes out unchanged (the store is down)."""
 
-    conversation: Conversation | None = None
+    conversation: ConversationRecord | None = None
+
+    def changed(self) -> None:
+        return None
 
     async def finish(self) -> None:
         return None
@@ -136,15 +139,18 @@ class _SharedCheckout:
     def __init__(
         self,
         owner: SharedConversations,
-        conversation: Conversation,
+        conversation: ConversationRecord,
         lease: Lease | None,
         rebuilds: int,
     ) -> None:
-        self.conversation: Conversation | None = conversation
+        self.conversation: ConversationRecord | None = conversation
         self._owner = owner
         self._lease = lease
         self._rebuilds = rebuilds
         self._renewing = asyncio.ensure_future(self._renew()) if lease is not None else None
+
+    def changed(self) -> None:
+        return None  # saved once, under the lease, when the request is finished
 
     async def _renew(self) -> None:
         assert self._lease is not None
@@ -215,7 +221,7 @@ class SharedConversations:
             raise
         self.guard.answered()
         now = time.monotonic()
-        conversation = Conversation(key, api, session, now, now)
+        conversation = ConversationRecord(key, api, session, now, now)
         return _SharedCheckout(self, conversation, lease, session.rebuilds)
 
     async def _load(self, key: str) -> AutomaticChatSession:
@@ -226,7 +232,7 @@ class SharedConversations:
         return session
 
     async def hand_back(
-        self, conversation: Conversation, lease: Lease | None, rebuilds: int
+        self, conversation: ConversationRecord, lease: Lease | None, rebuilds: int
     ) -> None:
         """Save (when leased) and count one finished request of ``conversation``."""
         session = conversation.session

@@ -1,14 +1,14 @@
 """A session's state as a shared store keeps it: ``ConversationState`` JSON, UTF-8 encoded.
 
 What a session learns about its conversation (frozen memory, decisions so far, usage hints,
-rebuilds; :class:`tomc.chat._state.ConversationState`) round-trips through JSON, so a
+rebuilds; :class:`tomc.chat.ConversationState`) round-trips through JSON, so a
 session built from the gateway's shared options and given the loaded state behaves as the
 session that saved it.
 """
 
 from __future__ import annotations
 
-from ....chat import AutomaticChatSession
+from ....chat import AutomaticChatSession, ConversationState
 
 __all__ = ["restore_state", "snapshot_state"]
 
@@ -20,6 +20,4 @@ def snapshot_state(session: AutomaticChatSession) -> bytes:
 
 def restore_state(session: AutomaticChatSession, data: bytes) -> None:
     """Give ``session`` the saved state ``data``."""
-    from ....chat._state import ConversationState
-
     session.state = ConversationState.from_json(data.decode("utf-8"))

@@ -1,0 +1,219 @@
+"""What the relay puts on the wire: the client's headers and no others, the upstream's answer
+and no other, no cookie jar shared between clients, and no upstream request left running for a
+client that went away.
+
+The wire checks use raw sockets on both sides (:mod:`raw_http`): a client library would add its
+own headers and hide repeated ones.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import httpx2
+import openai
+
+from dialect_fixtures import claude_code_request
+from gateway_helpers import serve_gateway, wait_for
+from raw_http import UPSTREAM_DATE, RawUpstream, exchange, json_answer
+from tomc._gateway.proxy.relay import forward_headers
+
+KEY = "sk-ant-relay-test-key"
+
+
+# ---- forward_headers ------------------------------------------------------------------------
+
+
+def test_forward_headers_keeps_end_to_end_headers_as_sent() -> None:
+    sent = [
+        ("Host", "127.0.0.1:8787"),
+        ("X-Api-Key", KEY),
+        ("x-repeat", "a"),
+        ("Connection", "keep-alive, X-Hop"),
+        ("X-Hop", "only for this connection"),
+        ("Keep-Alive", "timeout=5"),
+        ("Content-Length", "12"),
+        ("Transfer-Encoding", "chunked"),
+        ("TE", "trailers"),
+        ("Proxy-Authorization", "Basic cHJveHk6cGFzcw=="),
+        ("Upgrade", "h2c"),
+        ("x-repeat", "b"),
+        ("Accept-Encoding", "gzip"),
+    ]
+    assert forward_headers(sent) == [
+        ("X-Api-Key", KEY),
+        ("x-repeat", "a"),
+        ("x-repeat", "b"),
+        ("Accept-Encoding", "gzip"),
+    ]
+
+
+def test_forward_headers_joins_an_added_value_to_the_clients_list_once() -> None:
+    beta = "thinking-binding-controls-2026-08-01"
+    sent = [("Anthropic-Beta", "claude-code-20250219, interleaved-thinking-2025-05-14")]
+    joined = forward_headers(sent, {"anthropic-beta": beta})
+    assert joined == [
+        ("Anthropic-Beta", f"claude-code-20250219,interleaved-thinking-2025-05-14,{beta}")
+    ]
+    assert forward_headers(joined, {"anthropic-beta": beta}) == joined
+    assert forward_headers([("x-api-key", KEY)], {"anthropic-beta": beta}) == [
+        ("x-api-key", KEY),
+        ("anthropic-beta", beta),
+    ]
+    assert forward_headers([("x-api-key", KEY)]) == [("x-api-key", KEY)]
+
+
+# ---- requests on the wire -------------------------------------------------------------------
+
+
+def raw_post(port: int, path: str, body: bytes, *headers: str) -> bytes:
+    lines = [
+        f"POST {path} HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        *headers,
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def test_the_upstream_gets_the_clients_headers_and_nothing_more() -> None:
+    body = json.dumps(claude_code_request(2, thinking=False)).encode()
+    client_headers = [
+        ("X-Api-Key", KEY),
+        ("anthropic-version", "2023-06-01"),
+        ("Content-Type", "application/json"),
+        ("x-repeat", "one"),
+        ("x-repeat", "two"),
+    ]
+    sent = [f"{name}: {value}" for name, value in client_headers]
+    with RawUpstream() as upstream, serve_gateway(upstream.url) as (server, _):
+        extra = ("x-tomc-thinking-prefix: passthrough", "Keep-Alive: timeout=5")
+        answer = exchange(server.port, raw_post(server.port, "/v1/messages", body, *sent, *extra))
+        assert answer.status == 200
+        arrived = upstream.wait_for_request()
+    assert arrived.body == body
+    assert arrived.header("host") == [f"127.0.0.1:{upstream.port}"]
+    assert arrived.header("content-length") == [str(len(body))]
+    others = [(n, v) for n, v in arrived.headers if n.lower() not in ("host", "content-length")]
+    # In order, repeats kept (names in lower case, as HTTP/1.1 servers hand them to an app);
+    # no Accept-Encoding, Accept, User-Agent or Connection of the gateway's own HTTP client.
+    assert others == [(name.lower(), value) for name, value in client_headers]
+
+
+def test_the_answer_is_the_upstreams_with_one_date() -> None:
+    upstream_headers = [
+        "X-Request-Id: req_42",
+        "Set-Cookie: __cf_bm=abc123; Path=/; HttpOnly",
+        "Set-Cookie: other=1; Path=/",
+        "Vary: Accept-Encoding",
+    ]
+    payload = b'{"answer":42}'
+    with (
+        RawUpstream(lambda request: json_answer(payload, *upstream_headers)) as upstream,
+        serve_gateway(upstream.url) as (server, _),
+    ):
+        answer = exchange(
+            server.port, raw_post(server.port, "/v1/models", b"", f"X-Api-Key: {KEY}")
+        )
+    assert answer.status == 200 and answer.body == payload
+    assert answer.header("date") == [UPSTREAM_DATE]
+    # Framing aside (the client asked to close), exactly what the upstream sent, in its order.
+    relayed = [(n.lower(), v) for n, v in answer.headers if n.lower() != "connection"]
+    assert relayed == [
+        ("date", UPSTREAM_DATE),
+        ("content-type", "application/json"),
+        ("content-length", str(len(payload))),
+        ("x-request-id", "req_42"),
+        ("set-cookie", "__cf_bm=abc123; Path=/; HttpOnly"),
+        ("set-cookie", "other=1; Path=/"),
+        ("vary", "Accept-Encoding"),
+    ]
+
+
+def test_the_gateways_own_answers_carry_one_date() -> None:
+    with RawUpstream() as upstream, serve_gateway(upstream.url) as (server, _):
+        request = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        answer = exchange(server.port, request.encode())
+    assert answer.status == 200
+    assert len(answer.header("date")) == 1
+
+
+def test_cookies_are_never_kept_between_clients() -> None:
+    def respond(request) -> bytes:
+        return json_answer(b'{"object":"list","data":[]}', "Set-Cookie: __cf_bm=first; Path=/")
+
+    with RawUpstream(respond) as upstream, serve_gateway(upstream.url) as (server, _):
+        base = server.url.rstrip("/")
+        for key in ("sk-user-a", "sk-user-b"):
+            http = httpx2.Client(trust_env=False)  # each user its own client and cookie jar
+            openai.OpenAI(api_key=key, base_url=f"{base}/v1", http_client=http).models.list()
+        exchange(
+            server.port,
+            raw_post(server.port, "/v1/models", b"", "Authorization: Bearer c", "Cookie: mine=1"),
+        )
+    first, second, third = upstream.requests
+    assert first.header("authorization") == ["Bearer sk-user-a"]
+    assert second.header("authorization") == ["Bearer sk-user-b"]
+    assert second.header("cookie") == []  # user a's cookie never reaches the upstream for b
+    assert third.header("cookie") == ["mine=1"]  # a client's own cookie goes as sent
+
+
+# ---- clients that go away -------------------------------------------------------------------
+
+
+def test_a_client_that_leaves_before_the_answer_cancels_the_upstream_request() -> None:
+    body = json.dumps(claude_code_request(2, thinking=False)).encode()
+    with (
+        RawUpstream(hold=True) as upstream,
+        serve_gateway(upstream.url, read_timeout_s=60.0) as (server, _),
+    ):
+        client = socket.create_connection(("127.0.0.1", server.port))
+        client.sendall(raw_post(server.port, "/v1/messages", body, f"X-Api-Key: {KEY}"))
+        held = upstream.wait_for_request()
+        client.close()
+        left_at = time.monotonic()
+        wait_for(lambda: held.closed_at is not None, timeout_s=5.0)
+    assert held.closed_at is not None and held.closed_at - left_at < 1.0
+
+
+def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request() -> None:
+    head = (
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    event = b'event: ping\ndata: {"type":"ping"}\n\n'
+    first = head.encode() + b"%x\r\n%s\r\n" % (len(event), event)
+    body = json.dumps({**claude_code_request(2, thinking=False), "stream": True}).encode()
+    with (
+        RawUpstream(lambda request: first, hold=True) as upstream,
+        serve_gateway(upstream.url, read_timeout_s=60.0) as (server, _),
+    ):
+        client = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        client.sendall(raw_post(server.port, "/v1/messages", body, f"X-Api-Key: {KEY}"))
+        received = b""
+        while b"ping" not in received:
+            received += client.recv(65536)
+        held = upstream.requests[-1]
+        client.close()
+        left_at = time.monotonic()
+        wait_for(lambda: held.closed_at is not None, timeout_s=5.0)
+    assert held.closed_at is not None and held.closed_at - left_at < 1.0
+
+
+def test_a_stalled_body_gets_a_408_and_never_goes_upstream() -> None:
+    head = raw_post(9, "/v1/messages", b"", f"X-Api-Key: {KEY}").replace(
+        b"Content-Length: 0", b"Content-Length: 5000"
+    )
+    with (
+        RawUpstream() as upstream,
+        serve_gateway(upstream.url, header_timeout_s=1.0, body_timeout_s=1.0) as (server, _),
+    ):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+            client.sendall(head + b'{"model": "claude-opus-4-8", "messages": [')
+            answer = b""
+            while chunk := client.recv(65536):
+                answer += chunk
+        assert upstream.requests == []
+    assert answer.startswith(b"HTTP/1.1 408 ")
