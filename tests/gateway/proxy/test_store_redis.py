@@ -210,3 +210,19 @@ def test_a_store_that_goes_down_is_passed_through_then_used_again(tmp_path, capl
     assert len(lines) == 2, lines
     assert "unavailable" in lines[0] and "answers again" in lines[1]
     assert shared.guard.outages == 1 and shared.guard.passed_through == 2
+
+
+def test_an_unreadable_saved_state_starts_the_conversation_over(redis_url, caplog):
+    async def work(store: RedisStateStore) -> None:
+        lease = await store.acquire("k")
+        await store.save(lease, b'{"version": 999}')  # another TOMC's layout
+        shared = SharedConversations(store, AutomaticChatSession, *_codec())
+        with caplog.at_level("WARNING", logger="tomc.gateway"):
+            checkout = await shared.checkout("k", "chat")
+        assert checkout.conversation is not None
+        assert checkout.conversation.session.state.requests == 0
+        await checkout.finish()  # the fresh state replaces the unreadable one
+        assert (await store.load("k")).version == 2
+
+    run(work, redis_url)
+    assert "saved state not loaded (SessionStateError" in caplog.text

@@ -228,7 +228,16 @@ class SharedConversations:
         saved = await self.store.load(key)
         session = self._factory()
         if saved is not None:
-            await anyio.to_thread.run_sync(self._restore, session, saved.data)
+            try:
+                await anyio.to_thread.run_sync(self._restore, session, saved.data)
+            except Exception as exc:  # another TOMC's layout, a damaged blob: start over
+                logger.warning(
+                    "%s: saved state not loaded (%s: %s); the conversation starts over",
+                    key,
+                    type(exc).__name__,
+                    exc,
+                )
+                session = self._factory()
         return session
 
     async def hand_back(
