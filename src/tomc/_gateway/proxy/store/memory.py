@@ -1,8 +1,10 @@
 """``--session-store memory`` (the default): every conversation's session lives in this process.
 
-Nothing is copied or leased: a request gets the live session of
-:class:`~tomc._gateway.proxy.sessions.MemorySessionStore` (bounded, with idle expiry), which is
-why one process is the limit (``--workers`` above 1 needs a shared kind).
+Nothing is leased: a request gets the live session of a
+:class:`~tomc._gateway.proxy.sessions.SessionStore` (by default the bounded
+:class:`~tomc._gateway.proxy.sessions.MemorySessionStore`, with idle expiry), and every change
+is handed to its ``save`` at once. One process is the limit (``--workers`` above 1 needs a
+shared kind).
 """
 
 from __future__ import annotations
