@@ -122,10 +122,16 @@ def nginx_binary() -> str:
     pytest.skip(reason)
 
 
-def loopback_nginx_conf(ports: Sequence[int], listen: int, folder: Path) -> str:
+def loopback_nginx_conf(
+    ports: Sequence[int], listen: int, folder: Path, *, hashing: bool = True
+) -> str:
     """``deploy/nginx.conf`` with the gateways at ``ports`` on loopback, listening on
-    ``listen``, its temporary files and logs in ``folder``."""
+    ``listen``, its temporary files and logs in ``folder``; without ``hashing``, its ``hash``
+    line deleted (plain round robin, as the file's comment says)."""
     text = NGINX_CONF.read_text("utf-8")
+    if not hashing:
+        text, found = re.subn(r"\n *hash [^\n]*;", "", text)
+        assert found == 1, "deploy/nginx.conf has no hash line"
     for n, port in enumerate(ports, start=1):
         text, found = re.subn(rf"server gateway-{n}:8787", f"server 127.0.0.1:{port}", text)
         assert found == 1, f"deploy/nginx.conf names no gateway-{n}"
@@ -139,14 +145,14 @@ def loopback_nginx_conf(ports: Sequence[int], listen: int, folder: Path) -> str:
 
 
 @contextlib.contextmanager
-def nginx_in_front(ports: Sequence[int], folder: Path) -> Iterator[str]:
+def nginx_in_front(ports: Sequence[int], folder: Path, *, hashing: bool = True) -> Iterator[str]:
     """Debian's nginx on a free loopback port with the deploy config; yields its URL."""
     binary = nginx_binary()
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o777)  # nginx's workers drop root and write temporary bodies here
     listen = free_port()
     conf = folder / "nginx.conf"
-    conf.write_text(loopback_nginx_conf(ports, listen, folder), "utf-8")
+    conf.write_text(loopback_nginx_conf(ports, listen, folder, hashing=hashing), "utf-8")
     directives = f"daemon off; pid {folder / 'nginx.pid'}; error_log {folder / 'error.log'};"
     checked = subprocess.run(
         [binary, "-t", "-p", str(folder), "-c", str(conf), "-g", directives],

@@ -39,7 +39,23 @@ def test_the_compose_file_runs_three_gateways_on_valkey_behind_nginx():
     assert "USER tomc" in dockerfile and "'.[team,bpe]'" in dockerfile
 
 
-def test_nginx_spreads_one_conversation_over_three_gateways(tmp_path, redis_url):
+def _conversation(http: httpx2.Client, base: str, name: str, count: int = 12) -> list[int]:
+    """``count`` requests of one chat conversation (Codex's ``session_id`` header names it);
+    their statuses."""
+    messages = [{"role": "system", "content": "You are a coding agent."}]
+    statuses = []
+    for turn in range(count):
+        messages.append({"role": "user", "content": f"{name} step {turn}: run the tests"})
+        body = {"model": "gpt-4o", "messages": messages, "user": name}
+        answer = http.post(
+            f"{base}/v1/chat/completions", json=body, headers={"session_id": f"thread-{name}"}
+        )
+        statuses.append(answer.status_code)
+        messages.append({"role": "assistant", "content": f"ran step {turn}"})
+    return statuses
+
+
+def test_nginx_keeps_a_conversation_on_one_gateway(tmp_path, redis_url):
     with FakeProvider() as fake:
         upstreams = {"openai": fake.base_url, "anthropic": fake.anthropic_url}
         with (
@@ -47,19 +63,26 @@ def test_nginx_spreads_one_conversation_over_three_gateways(tmp_path, redis_url)
             nginx_in_front([g.port for g in gateways], tmp_path / "nginx") as base,
             httpx2.Client(trust_env=False, timeout=30) as http,
         ):
-            messages = [{"role": "system", "content": "You are a coding agent."}]
-            sent = []
-            for turn in range(12):
-                messages.append({"role": "user", "content": f"step {turn}: run the tests"})
-                body = {"model": "gpt-4o", "messages": messages, "user": "dev-42"}
-                sent.append(http.post(f"{base}/v1/chat/completions", json=body).status_code)
-                messages.append({"role": "assistant", "content": f"ran step {turn}"})
+            assert _conversation(http, base, "dev-1") == [200] * 12
+            answered = sorted(g.status()["this_process"]["requests"] for g in gateways)
+    assert answered == [0, 0, 12]  # hashing on the session header: one replica
+    assert fake.last.headers["session_id"] == "thread-dev-1"  # underscores pass
+
+
+def test_nginx_round_robin_spreads_one_conversation_over_three_gateways(tmp_path, redis_url):
+    with FakeProvider() as fake:
+        upstreams = {"openai": fake.base_url, "anthropic": fake.anthropic_url}
+        with (
+            team_gateways(tmp_path, upstreams, redis_url) as gateways,
+            nginx_in_front([g.port for g in gateways], tmp_path / "nginx", hashing=False) as base,
+            httpx2.Client(trust_env=False, timeout=30) as http,
+        ):
+            assert _conversation(http, base, "dev-42") == [200] * 12
             answered = [g.status()["this_process"]["requests"] for g in gateways]
             summed = gateways[0].status()
-    assert sent == [200] * 12
     assert answered == [4, 4, 4]  # round robin: every process served the conversation
     assert [r.body["messages"][-1]["content"] for r in fake.requests] == [
-        f"step {turn}: run the tests" for turn in range(12)
+        f"dev-42 step {turn}: run the tests" for turn in range(12)
     ]
     (conversation,) = summed["conversations"]
     assert conversation["requests"] == 12 and conversation["decisions"] == {"fits": 12}
