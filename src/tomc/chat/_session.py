@@ -32,6 +32,7 @@ from ._plan import Frozen, Pass, RequestPlan, Segment, raw_tokens, share, view_e
 from ._plan import view as build_view
 from ._profiles import ModelProfile, ProfileTable, effective_window
 from .dialects import DIALECTS, Dialect, PassThrough, dialect_for
+from .dialects import guess_dialects as _guess
 from .dialects._base import prompt_size
 
 __all__ = ["AutomaticChatSession", "PreparedRequest"]
@@ -372,7 +373,7 @@ class AutomaticChatSession:
         if api is not None:
             _check_choice("api", api, tuple(DIALECTS))
         name = api or self.api
-        candidates = [DIALECTS[name]] if name else _guess(client, options)
+        candidates = [DIALECTS[name]] if name else _guess(options)
         for dialect in candidates:
             send = dialect.endpoint(client)
             if send is None:
@@ -830,19 +831,6 @@ def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
         raise InvalidOptionError(
             f"{name} must be one of {', '.join(map(repr, choices))}, not {value!r}"
         )
-
-
-def _guess(client: Any, options: Mapping[str, Any]) -> list[Dialect]:
-    """Dialects to try for a client: the request's own keys decide between formats."""
-    names = (
-        ("responses",)
-        if "input" in options and "messages" not in options
-        else (
-            "chat",
-            "messages",
-        )
-    )
-    return [DIALECTS[name] for name in names if name in DIALECTS]
 
 
 def _with_headers(body: dict[str, Any], headers: Mapping[str, str], client: Any) -> dict[str, Any]:

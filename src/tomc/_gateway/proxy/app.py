@@ -54,7 +54,14 @@ from ..settings import (
 )
 from .ledger import LedgerEntry, UsageLedger, ledger_path
 from .relay import UsageSniffer, error_response, forward_headers, relay
-from .routing import API_PATHS, conversation_key, route_request
+from .routing import (
+    api_for_path,
+    compaction_api,
+    conversation_key,
+    request_view,
+    route_request,
+    wire_body,
+)
 from .sessions import Conversation, MemorySessionStore, SessionStore
 from .status_page import render_status_page
 
@@ -75,7 +82,6 @@ SERVICE_NAME = "tomc-gateway"
 #: Largest request body the gateway reads to rewrite (a bigger one is forwarded untouched).
 MAX_REWRITE_BYTES = 64 * 1024 * 1024
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-_COMPACT_PATHS = {"/v1/responses/compact": "responses"}
 
 
 @dataclass(frozen=True)
@@ -219,7 +225,9 @@ class Gateway:
         prepared_body, add, conversation = body, {}, None
         api = route.api if request.method == "POST" else None
         if api is not None:
-            prepared_body, add, conversation = await self._rewrite(api, headers, body, options)
+            prepared_body, add, conversation = await self._rewrite(
+                api, headers, body, options, path
+            )
         else:
             self.passthrough_paths += 1
         # Read now: _rewrite recorded it and nothing ran since (no await in between).
@@ -227,13 +235,13 @@ class Gateway:
         sniffer = None
         if api is not None:
             sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens)
-        compact_api = _COMPACT_PATHS.get(path) if request.method == "POST" else None
+        compact_api = compaction_api(path) if request.method == "POST" else None
 
         def done(prompt_tokens: int | None, status: int) -> None:
             if conversation is not None and prompt_tokens is not None and status < 400:
                 conversation.session.observe_usage(prompt_tokens)
             if compact_api is not None and status < 400:
-                self._note_compaction(compact_api, headers, body)
+                self._note_compaction(compact_api, headers, body, path)
             self._record_usage(api, conversation, decision, sniffer, status)
 
         return await relay(
@@ -268,7 +276,12 @@ class Gateway:
         return limit.target, f"{limit.agent} default ({limit.source})"
 
     async def _rewrite(
-        self, api: str, headers: dict[str, str], body: bytes, options: RequestOptions | None = None
+        self,
+        api: str,
+        headers: dict[str, str],
+        body: bytes,
+        options: RequestOptions | None = None,
+        path: str = "",
     ) -> tuple[bytes, dict[str, str], Conversation | None]:
         """The body to send, headers to add, and the conversation; the original on any failure."""
         if headers.get("content-encoding", "identity") != "identity":
@@ -287,13 +300,14 @@ class Gateway:
         options = options or RequestOptions()
         conversation = None
         try:
-            target, source = self.context_target(api, headers, data, options)
-            conversation = self.store.get(conversation_key(api, headers, data), api)
+            view = request_view(api, path, data)  # with the model, also when the URL names it
+            target, source = self.context_target(api, headers, view, options)
+            conversation = self.store.get(conversation_key(api, headers, view), api)
             conversation.target_source = source
             prepared = await anyio.to_thread.run_sync(
                 partial(
                     conversation.session.prepare_request,
-                    data,
+                    view,
                     api=api,
                     context_target=target,
                     thinking_prefix=options.thinking_prefix or self.settings.thinking_prefix,
@@ -320,9 +334,10 @@ class Gateway:
             decision.tokens_before,
             decision.tokens_after,
         )
-        if prepared.body is data:
+        if prepared.body is view:
             return body, {}, conversation
-        encoded = json.dumps(prepared.body, ensure_ascii=False, separators=(",", ":"))
+        sent = wire_body(data, view, prepared.body)
+        encoded = json.dumps(sent, ensure_ascii=False, separators=(",", ":"))
         return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), conversation
 
     def _record_usage(
@@ -355,12 +370,12 @@ class Gateway:
         except Exception as exc:  # only bookkeeping
             logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
 
-    def _note_compaction(self, api: str, headers: dict[str, str], body: bytes) -> None:
+    def _note_compaction(self, api: str, headers: dict[str, str], body: bytes, path: str) -> None:
         """The agent compacted through its own endpoint: its session cools down as after a
         native compaction."""
         try:
-            data = json.loads(body)
-            conversation = self.store.get(conversation_key(api, headers, data), api)
+            view = request_view(api, path, json.loads(body))
+            conversation = self.store.get(conversation_key(api, headers, view), api)
         except Exception:  # only bookkeeping: never fail the request for it
             return
         conversation.session.note_compaction(f"{api} compact endpoint")
@@ -431,7 +446,7 @@ def create_gateway_app(
             return await gateway.proxy(request)
         except Exception as exc:  # the last line of defence: answer in the client's shape
             logger.error("gateway error on %s %s", request.method, request.url.path, exc_info=exc)
-            api = API_PATHS.get(request.url.path)
+            api = api_for_path(request.url.path)
             return error_response(
                 api, 502, f"TOMC gateway error ({type(exc).__name__})", "api_error"
             )
