@@ -20,16 +20,23 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from tomc.chat._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall, ToolOutput
 from tomc.chat._conversation import pairing_problems as _pairing
-from tomc.chat.dialects import PassThrough, Upstream, WireUsage
+from tomc.chat.dialects import (
+    PassThrough,
+    Upstream,
+    WireUsage,
+    register_dialect,
+    unregister_dialect,
+)
 from tomc.chat.dialects._base import BaseDialect, canonical_digest
 from tomc.chat.dialects._wire import count, whole_prompt_usage
 
-__all__ = ["GEMINI", "GeminiLike", "from_chat", "gemini_path"]
+__all__ = ["GEMINI", "GeminiLike", "from_chat", "gemini_path", "registered"]
 
 GEMINI = Upstream("gemini", "https://generativelanguage.googleapis.com")
 _PATH = re.compile(r"/v1beta/models/(?P<model>[^/:]+):(?:generateContent|streamGenerateContent)")
@@ -218,3 +225,14 @@ def from_chat(request: Mapping[str, Any]) -> dict[str, Any]:
         ],
         "generationConfig": {"maxOutputTokens": 4096, "temperature": 0.2},
     }
+
+
+@contextmanager
+def registered() -> Iterator[GeminiLike]:
+    """The format in the registry for the block (the one line a new format needs); removed
+    after, so other tests see the three built-in formats only."""
+    dialect = register_dialect(GeminiLike())
+    try:
+        yield dialect
+    finally:
+        unregister_dialect(dialect.name)

@@ -26,12 +26,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from chat.dialects.gemini_like import GeminiLike, from_chat, gemini_path
+from chat.dialects.gemini_like import GeminiLike, from_chat, gemini_path, registered
 from dialect_fixtures import chat_agent_request, request_tokens
 from fake_providers import read_request, serve_in_thread
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.settings import GatewaySettings
-from tomc.chat.dialects import register_dialect, unregister_dialect
 from tomc.web._server import InspectorServer
 
 MODEL = "gemini-test-pro"
@@ -124,11 +123,8 @@ class FakeGemini:
 @pytest.fixture
 def gemini() -> Iterator[GeminiLike]:
     """The format, registered for one test (the one line a new format needs)."""
-    dialect = register_dialect(GeminiLike())
-    try:
+    with registered() as dialect:
         yield dialect
-    finally:
-        unregister_dialect(dialect.name)
 
 
 @pytest.fixture
