@@ -7,6 +7,8 @@ import io
 import pytest
 
 from tomc import _progress as tp
+
+
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
