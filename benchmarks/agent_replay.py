@@ -760,6 +760,7 @@ def _hide_bpe_from_sessions() -> None:
     """Make the sessions' meter find no BPE vocabulary, as on an install without the extra."""
     from tomc._core.errors import CounterUnavailableError
     from tomc.chat import _meter as meter
+
     def unavailable(encoding: str) -> Any:
         raise CounterUnavailableError(f"bpe:{encoding} hidden by --without-bpe")
 

@@ -34,7 +34,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from tomc._gateway.settings import GatewaySettings, save_settings
-from tomc.web._server import InspectorServer
+from tomc.web._server import AppServer
 
 EVENT_GAP_S = 0.005
 MODEL = os.environ.get("TOMC_BENCH_MODEL", "gpt-4o")
@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve-upstream", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_upstream:
-        InspectorServer(upstream_app(args.events), "127.0.0.1", args.serve_upstream).run()
+        AppServer(upstream_app(args.events), "127.0.0.1", args.serve_upstream).run()
         return 0
     print("\n".join(to_markdown(measure(args.requests, args.tokens, args.events))))
     return 0

@@ -1,49 +1,101 @@
-"""The public surface: a change to it should be a deliberate, reviewed change to this list."""
+"""The public surface: a change to it should be a deliberate, reviewed change to these lists.
 
+Every public package's ``__all__`` is written out here; every name in it imports; and every
+public name the package's namespace defines is in it (as httpx's own test does), so a name
+cannot become public by accident.
+"""
+
+import __future__
+
+import importlib
 import json
 import subprocess
 import sys
+import typing
+from types import ModuleType
+
+import pytest
 
 import tomc
 
-EXPECTED = {
-    "CAPS",
-    "MAX_INTERACTIVE_CHARS",
-    "MAX_TASK_CHARS",
-    "RECORD_SHARE",
-    "STRATEGIES",
-    "UNKNOWN",
-    "AutomaticChatSession",
-    "BpeCounter",
-    "BudgetError",
-    "CompileResult",
-    "CompiledMemoryRefusedError",
-    "CounterUnavailableError",
-    "InputTooLargeError",
-    "InvalidHistoryError",
-    "InvalidOptionError",
-    "LedgerRow",
-    "LexicalCounter",
-    "NotebookNotFoundError",
-    "NotebookStore",
-    "NotebookStoreError",
-    "SourceUnit",
-    "TokenCounter",
-    "TomcError",
-    "UnsupportedClientError",
-    "__version__",
-    "check_interactive_size",
-    "compile_memory",
-    "default_budget",
-    "get_counter",
+PUBLIC = {
+    "tomc": [
+        "AutomaticChatSession",
+        "BpeCounter",
+        "BudgetError",
+        "CAPS",
+        "CompileResult",
+        "CompiledMemoryRefusedError",
+        "CounterUnavailableError",
+        "InputTooLargeError",
+        "InvalidHistoryError",
+        "InvalidOptionError",
+        "LedgerRow",
+        "LexicalCounter",
+        "MAX_INTERACTIVE_CHARS",
+        "MAX_TASK_CHARS",
+        "NotebookNotFoundError",
+        "NotebookStore",
+        "NotebookStoreError",
+        "RECORD_SHARE",
+        "STRATEGIES",
+        "SourceUnit",
+        "TokenCounter",
+        "TomcError",
+        "UNKNOWN",
+        "UnsupportedClientError",
+        "__version__",
+        "check_interactive_size",
+        "compile_memory",
+        "default_budget",
+        "get_counter",
+    ],
+    "tomc.chat": [
+        "AutomaticChatSession",
+        "CODES",
+        "Decision",
+        "ModelProfile",
+        "NativeEvent",
+        "PreparedRequest",
+        "check_tool_pairing",
+    ],
+    "tomc.chat.dialects": [
+        "DEFAULT_DIALECT",
+        "DIALECTS",
+        "Dialect",
+        "PassThrough",
+        "Upstream",
+        "WireUsage",
+        "dialect_for",
+        "guess_dialects",
+        "register_dialect",
+        "unregister_dialect",
+    ],
+    "tomc.web": ["AppServer", "create_app", "inspector_routes", "make_server", "serve"],
 }
 
 
-def test_public_api_is_pinned() -> None:
-    assert set(tomc.__all__) == EXPECTED
-    assert len(tomc.__all__) == len(set(tomc.__all__))
-    for name in tomc.__all__:
-        assert hasattr(tomc, name), name
+def _not_api(name: str, value: object) -> bool:
+    """Subpackages, ``from __future__`` features and typing helpers are not API names."""
+    return isinstance(value, ModuleType | __future__._Feature) or value is getattr(
+        typing, name, object()
+    )
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC))
+def test_public_api_is_pinned(package: str) -> None:
+    module = importlib.import_module(package)
+    assert sorted(module.__all__) == PUBLIC[package]
+    assert len(module.__all__) == len(set(module.__all__))
+    for name in module.__all__:
+        assert hasattr(module, name), name
+    defined = {
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not _not_api(name, value)
+    }
+    extra = sorted(defined - set(module.__all__))
+    assert not extra, f"public in {package} but not in its __all__: {extra}"
 
 
 def test_errors_share_one_base() -> None:

@@ -1,6 +1,6 @@
 """The ``tomc`` command line: a thin layer over :mod:`tomc._service`.
 
-Errors are reported through :func:`tomc._service.report_error`: a message on stderr and the exit
+Errors are reported through :func:`tomc._reporting.reported`: a message on stderr and the exit
 code of the service's error table (1 refused input, 3 environment, 4 a bug; 2 is click's usage
 error), never a traceback.
 """
@@ -9,48 +9,23 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import NoReturn
 
 import click
 
 from . import __version__
 from ._core.compiler import STRATEGIES
-from ._core.errors import InputTooLargeError
 from ._core.extras import install_hint
 from ._core.sources import MAX_INTERACTIVE_CHARS
+from ._reporting import reported
 from ._service import (
     DEFAULT_COUNTER,
     DEFAULT_STRATEGY,
     CompileRequest,
     compile_request,
     explain_empty,
-    report_error,
 )
 
 __all__ = ["main"]
-
-
-def _fail(exc: Exception, doing: str) -> NoReturn:
-    report = report_error(exc, doing, detail=True)
-    message = report.message
-    if isinstance(exc, InputTooLargeError) and exc.what == "history":
-        message += " (or pass --max-chars 0)"
-    error = click.ClickException(message)
-    error.exit_code = report.exit_code
-    raise error from None
-
-
-@contextmanager
-def _reported(doing: str) -> Iterator[None]:
-    """Report any exception of the block as a message and an exit code, not a traceback."""
-    try:
-        yield
-    except (click.ClickException, click.exceptions.Exit, click.Abort):
-        raise
-    except Exception as exc:
-        _fail(exc, doing)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,7 +80,7 @@ def compile_command(
             f"{getattr(source, 'name', 'input')} is not UTF-8 text (byte {exc.start}); "
             "TOMC compiles text histories"
         ) from None
-    with _reported("compiling the history"):
+    with reported("compiling the history"):
         request = CompileRequest(
             history=raw,
             task=task,
@@ -197,7 +172,7 @@ def notebook_group(ctx: click.Context, home: str | None) -> None:
 @click.pass_obj
 def notebook_list_command(store, as_json: bool) -> None:
     """List notebooks with entry counts, sizes and last write time (UTC)."""
-    with _reported("listing notebooks"):
+    with reported("listing notebooks"):
         infos = store.list()
     if as_json:
         data = {"store": str(store.path), "notebooks": [i.to_dict() for i in infos]}
@@ -228,7 +203,7 @@ def notebook_save_command(store, name: str, source, replace: bool, as_json: bool
     UTF-8 text that is not blank, no NUL byte, not a memory TOMC compiled, and a notebook that
     stays recallable (at most 200,000 characters in all).
     """
-    with _reported(f"saving to notebook {name!r}"):
+    with reported(f"saving to notebook {name!r}"):
         store.check_name(name)  # before waiting for text that could not be saved anyway
     if source.isatty():
         click.echo("tomc: reading the text to save from stdin; end it with Ctrl-D", err=True)
@@ -242,7 +217,7 @@ def notebook_save_command(store, name: str, source, replace: bool, as_json: bool
         ) from None
     mode = "replace" if replace else "append"
     try:
-        with _reported(f"saving to notebook {name!r}"):
+        with reported(f"saving to notebook {name!r}"):
             entry = store.save(name, text, mode)
             info = store.info(name)
     except click.ClickException as error:
@@ -273,7 +248,7 @@ def notebook_save_command(store, name: str, source, replace: bool, as_json: bool
 @click.pass_obj
 def notebook_show_command(store, name: str, as_entries: bool) -> None:
     """Print notebook NAME's stored text exactly as saved (entries joined by newlines)."""
-    with _reported(f"reading notebook {name!r}"):
+    with reported(f"reading notebook {name!r}"):
         if as_entries:
             entries = [entry.to_dict() for entry in store.entries(name)]
             click.echo(json.dumps(entries, ensure_ascii=False, indent=2))
@@ -290,7 +265,7 @@ def notebook_show_command(store, name: str, as_entries: bool) -> None:
 @click.pass_obj
 def notebook_delete_command(store, name: str, yes: bool) -> None:
     """Delete notebook NAME and all its entries."""
-    with _reported(f"deleting notebook {name!r}"):
+    with reported(f"deleting notebook {name!r}"):
         info = store.info(name)
         if not yes:
             click.confirm(f"delete notebook {name!r} ({info.entries} entries)?", abort=True)
@@ -304,7 +279,7 @@ def notebook_delete_command(store, name: str, yes: bool) -> None:
 @click.pass_obj
 def notebook_export_command(store, names: tuple[str, ...], output) -> None:
     """Export notebooks NAMES (default: all) as JSON, every entry verbatim with metadata."""
-    with _reported("exporting notebooks"):
+    with reported("exporting notebooks"):
         data = store.export(list(names) or None)
     output.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 

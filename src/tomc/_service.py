@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._core.compiler import STRATEGIES, compile_memory
 from ._core.errors import (
@@ -45,7 +45,6 @@ from ._core.tokens import COUNTER_NAMES, get_counter
 
 if TYPE_CHECKING:
     from ._core.result import CompileResult
-    from ._notebooks import NotebookStore
 
 __all__ = [
     "DEFAULT_COUNTER",
@@ -60,6 +59,7 @@ __all__ = [
     "CompileRequest",
     "Compiled",
     "ErrorReport",
+    "NotebookTexts",
     "check_recallable",
     "check_unicode",
     "compile_notebook",
@@ -262,8 +262,15 @@ def compile_request(
     return Compiled(request, result, history_format)
 
 
+class NotebookTexts(Protocol):
+    """What :func:`compile_notebook` needs of a notebook store (the store itself calls
+    :func:`check_recallable`, so this module does not import it)."""
+
+    def text(self, name: str) -> str: ...
+
+
 def compile_notebook(
-    store: NotebookStore,
+    store: NotebookTexts,
     name: str,
     task: str,
     *,

@@ -19,7 +19,7 @@ from starlette.routing import Mount
 import tomc
 from tomc.web import _server as web_server
 from tomc.web._app import MAX_BODY_BYTES, inspector_routes, load_example
-from tomc.web._server import InspectorServer, allowed_hosts_for, make_server
+from tomc.web._server import AppServer, allowed_hosts_for, make_server
 
 
 @pytest.fixture(scope="module")
@@ -623,7 +623,7 @@ def test_routes_mount_in_a_larger_app():
         return tomc.compile_memory(history, task, **kwargs)
 
     app = Starlette(routes=[Mount("/inspector", routes=inspector_routes(compile_fn=recording))])
-    with InspectorServer(app, "127.0.0.1", 0, quiet=True).start() as srv:
+    with AppServer(app, "127.0.0.1", 0, quiet=True).start() as srv:
         status, _, page = request(srv.address, "GET", "/inspector/")
         assert status == 200 and b"static/app.js" in page
         assert request(srv.address, "GET", "/inspector/static/app.js")[0] == 200

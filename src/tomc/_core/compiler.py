@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .budget import clamp_budget, default_budget
 from .errors import BudgetError, InvalidHistoryError, InvalidOptionError
@@ -78,12 +79,84 @@ def compile_memory(
     started = time.perf_counter()
     _validate(task, strategy, budget_tokens)
     token_counter = get_counter(counter)
+    given = _measure(history, token_counter, budget_tokens, default_budget_cap)
+    program = parse_program(given.table.texts)
+    route = route_task(task, program.variables, program.labels)
+    applied = _applied_strategy(strategy, given.input_tokens, given.budget, route)
+
+    records: list[Record] = []
+    caps_exceeded = {"state": False, "relation": False, "count": False}
+    if applied in ("tomc", "tomc_raw"):
+        records, caps_exceeded = candidate_records(
+            program, given.table.texts, route, applied, task, uncapped
+        )
+    record_budget = given.budget if applied == "tomc" else math.floor(given.budget * RECORD_SHARE)
+    record_used = pack_records(records, record_budget, token_counter, uncapped) if records else 0
+    out = _pack(history, given, token_counter, records, record_used, applied, task)
+    _check_recount(token_counter, out.packed, given.budget if out.applied != "unchanged" else None)
+
+    tokens_by_kind = {"state": 0, "relation": 0, "count": 0, "source": 0}
+    for record in out.records:
+        tokens_by_kind[record.kind] += record.tokens
+    tokens_by_kind["source"] = out.packed.tokens - sum(r.tokens for r in out.records)
+    latency = time.perf_counter() - started
+
+    def build_ledger() -> tuple[LedgerRow, ...]:
+        rows = [_ledger_row(r, token_counter) for r in records]
+        if out.applied in ("tomc_raw", "rag", "unchanged"):
+            rows.extend(
+                source_ledger_rows(
+                    given.rows,
+                    given.row_tokens,
+                    out.packed,
+                    out.ranking,
+                    out.applied,
+                    out.unchanged_reason,
+                )
+            )
+        return tuple(rows)
+
+    return CompileResult(
+        compiled_memory=out.packed.memory,
+        route=route.route,
+        route_reason=route.reason,
+        strategy=strategy,
+        applied_strategy=out.applied,
+        budget_tokens=given.budget,
+        memory_tokens=out.packed.tokens,
+        input_tokens=given.input_tokens,
+        tokens_by_kind=tokens_by_kind,
+        caps_exceeded=caps_exceeded,
+        latency_s=latency,
+        counter=token_counter.name,
+        task=task,
+        _build_sources=lambda: _source_units(given.table),
+        _build_ledger=build_ledger,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Given:
+    """The history as packing sees it: its units, their rows and costs, and the budget."""
+
+    table: SourceTable
+    rows: Sequence[str]
+    row_tokens: list[int]
+    input_tokens: int
+    budget: int
+
+
+def _measure(
+    history: History,
+    counter: TokenCounter,
+    budget_tokens: int | None,
+    default_budget_cap: int | None,
+) -> _Given:
     table = read_history(history)
-    texts = table.texts
     rows = row_texts(table)
-    row_tokens = row_costs(token_counter, rows)
-    if isinstance(history, str) and not isinstance(token_counter, LexicalCounter):
-        input_tokens = token_counter.count(history)  # exact even where lines join
+    row_tokens = row_costs(counter, rows)
+    if isinstance(history, str) and not isinstance(counter, LexicalCounter):
+        input_tokens = counter.count(history)  # exact even where lines join
     else:
         input_tokens = sum(row_tokens)
     if budget_tokens is None:
@@ -92,80 +165,66 @@ def compile_memory(
             budget = min(budget, default_budget_cap)
     else:
         budget = clamp_budget(budget_tokens)
+    return _Given(table, rows, row_tokens, input_tokens, budget)
 
-    program = parse_program(texts)
-    route = route_task(task, program.variables, program.labels)
-    applied = _applied_strategy(strategy, input_tokens, budget, route)
 
-    records: list[Record] = []
-    caps_exceeded = {"state": False, "relation": False, "count": False}
-    if applied in ("tomc", "tomc_raw"):
-        records, caps_exceeded = candidate_records(program, texts, route, applied, task, uncapped)
-    record_budget = budget if applied == "tomc" else math.floor(budget * RECORD_SHARE)
-    record_used = pack_records(records, record_budget, token_counter, uncapped) if records else 0
-    included_records = [r for r in records if r.included]
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What packing produced: the memory, the strategy that ran, the records in the memory,
+    the source ranking, and the reason a history came back unchanged."""
 
-    ranking: SourceRanking | None = None
+    packed: Packed
+    applied: str
+    records: list[Record]
+    ranking: SourceRanking | None
+    unchanged_reason: str
+
+
+def _pack(
+    history: History,
+    given: _Given,
+    counter: TokenCounter,
+    records: list[Record],
+    record_used: int,
+    applied: str,
+    task: str,
+) -> _Outcome:
+    """Pack the source lines into what the records left, then assemble the memory; a memory
+    larger than the history gives the history back unchanged."""
+    included = [r for r in records if r.included]
     unchanged_reason = "history fits the budget: returned unchanged"
     if applied == "unchanged":
-        packed = _unchanged(history, rows, input_tokens)
-    else:
-        kept_units: list[int] = []
-        if applied in ("tomc_raw", "rag"):
-            ranking = rank_sources(texts, row_tokens, task)
-            kept_units = pack_sources(ranking.order, row_tokens, budget - record_used)
-        order = ranking.order if ranking else ()
-        packed = assemble_memory(
-            token_counter, included_records, rows, row_tokens, kept_units, order, budget
+        return _Outcome(
+            _unchanged(history, given.rows, given.input_tokens),
+            applied,
+            included,
+            None,
+            unchanged_reason,
         )
-        if packed.tokens > input_tokens and applied != "tomc":
-            # Records added to a history that fits would make the memory larger than what it
-            # compiles: give the history back as it is (it fits, since it costs less). Records
-            # only ("tomc") is asked for by name and stays records: its callers (the chat work
-            # memory) put records beside the history, never in place of it.
-            unchanged_reason = (
-                f"the compiled memory ({packed.tokens} tokens) would be larger than the "
-                f"history ({input_tokens}): returned unchanged"
-            )
-            applied = "unchanged"
-            for record in included_records:
-                record.included = False
-                record.reason = unchanged_reason
-            included_records = []
-            ranking = None
-            packed = _unchanged(history, rows, input_tokens)
-    _check_recount(token_counter, packed, budget if applied != "unchanged" else None)
-
-    tokens_by_kind = {"state": 0, "relation": 0, "count": 0, "source": 0}
-    for record in included_records:
-        tokens_by_kind[record.kind] += record.tokens
-    tokens_by_kind["source"] = packed.tokens - sum(r.tokens for r in included_records)
-    latency = time.perf_counter() - started
-
-    def build_ledger() -> tuple[LedgerRow, ...]:
-        out = [_ledger_row(r, token_counter) for r in records]
-        if applied in ("tomc_raw", "rag", "unchanged"):
-            out.extend(
-                source_ledger_rows(rows, row_tokens, packed, ranking, applied, unchanged_reason)
-            )
-        return tuple(out)
-
-    return CompileResult(
-        compiled_memory=packed.memory,
-        route=route.route,
-        route_reason=route.reason,
-        strategy=strategy,
-        applied_strategy=applied,
-        budget_tokens=budget,
-        memory_tokens=packed.tokens,
-        input_tokens=input_tokens,
-        tokens_by_kind=tokens_by_kind,
-        caps_exceeded=caps_exceeded,
-        latency_s=latency,
-        counter=token_counter.name,
-        task=task,
-        _build_sources=lambda: _source_units(table),
-        _build_ledger=build_ledger,
+    ranking: SourceRanking | None = None
+    kept_units: list[int] = []
+    if applied in ("tomc_raw", "rag"):
+        ranking = rank_sources(given.table.texts, given.row_tokens, task)
+        kept_units = pack_sources(ranking.order, given.row_tokens, given.budget - record_used)
+    order = ranking.order if ranking else ()
+    packed = assemble_memory(
+        counter, included, given.rows, given.row_tokens, kept_units, order, given.budget
+    )
+    if packed.tokens <= given.input_tokens or applied == "tomc":
+        return _Outcome(packed, applied, included, ranking, unchanged_reason)
+    # Records added to a history that fits would make the memory larger than what it compiles:
+    # give the history back as it is (it fits, since it costs less). Records only ("tomc") is
+    # asked for by name and stays records: its callers (the chat work memory) put records
+    # beside the history, never in place of it.
+    unchanged_reason = (
+        f"the compiled memory ({packed.tokens} tokens) would be larger than the "
+        f"history ({given.input_tokens}): returned unchanged"
+    )
+    for record in included:
+        record.included = False
+        record.reason = unchanged_reason
+    return _Outcome(
+        _unchanged(history, given.rows, given.input_tokens), "unchanged", [], None, unchanged_reason
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for annotations only: result.py imports this module
     from .result import CompileResult
 
 __all__ = ["render_inspection"]

@@ -8,7 +8,7 @@ the rows that join as one run, so the memory's figure is exactly what it re-coun
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from .records import CAPS, Record
@@ -202,13 +202,21 @@ def settle_joined_rows(
         new = runs_extra(start, last) if start < n and last >= 0 else 0
         total += new - old - costs[gone]
     kept = [p for p in range(n) if p not in removed]
-    if total > budget:  # too much re-counting: drop every row that joins the row before it
-        clean = kept[:1]
-        for position in kept[1:]:
-            if not joins(texts[clean[-1]], texts[position]):
-                clean.append(position)
-        return Settled(clean, sum(costs[p] for p in clean), {})
+    if total > budget:  # too much re-counting
+        return _without_joins(joins, texts, costs, kept)
     return Settled(kept, total, _extra_by_row(counter, texts, costs, kept))
+
+
+def _without_joins(
+    joins: Callable[[str, str], bool], texts: Sequence[str], costs: Sequence[int], kept: list[int]
+) -> Settled:
+    """``kept`` less every row that joins the row before it: no runs are left, so the rows'
+    own costs are the total."""
+    clean = kept[:1]
+    for position in kept[1:]:
+        if not joins(texts[clean[-1]], texts[position]):
+            clean.append(position)
+    return Settled(clean, sum(costs[p] for p in clean), {})
 
 
 def _extra_by_row(

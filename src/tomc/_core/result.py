@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from .inspector import render_inspection
+
 __all__ = ["KINDS", "UNKNOWN", "CompileResult", "LedgerRow", "SourceUnit"]
 
 UNKNOWN = "<UNKNOWN>"
@@ -129,6 +131,4 @@ class CompileResult:
         return data
 
     def inspect(self) -> str:
-        from .inspector import render_inspection
-
         return render_inspection(self)

@@ -4,10 +4,12 @@ gateway package (registered on the main command in :mod:`tomc._cli`)."""
 from __future__ import annotations
 
 import logging
-from contextlib import AbstractContextManager
 from dataclasses import replace
 
 import click
+
+# The command line's one error path, shared with tomc._cli.
+from .._reporting import reported as _reported
 
 __all__ = ["gateway_group", "restore_direct_command", "run_command"]
 
@@ -81,8 +83,8 @@ def serve_command(
 ) -> None:
     """Serve the gateway in the foreground until Ctrl-C."""
     from .._core.errors import TomcError
-    from .._notebooks import default_home
-    from ..web._server import InspectorServer
+    from .._home import default_home
+    from ..web._server import AppServer
     from .proxy.app import create_gateway_app
     from .settings import load_settings
 
@@ -108,7 +110,7 @@ def serve_command(
         level=logging.INFO if verbose else logging.WARNING,
     )
     try:
-        server = InspectorServer(
+        server = AppServer(
             create_gateway_app(
                 settings, home=home if home is not None else default_home(), pinned=pinned
             ),
@@ -140,14 +142,6 @@ _PORT = click.option(
     default=None,
     help="Gateway port (default: the saved setting, 8787).",
 )
-
-
-def _reported(doing: str) -> AbstractContextManager[None]:
-    """The command line's one error path: a message on stderr and the exit code of the error
-    table (:data:`tomc._service.ERROR_TABLE`), never a traceback."""
-    from .._cli import _reported as reported  # cli imports this module; import when used
-
-    return reported(doing)
 
 
 def _say(message: str) -> None:

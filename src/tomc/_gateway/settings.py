@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._core.errors import InvalidOptionError
-from .._notebooks import default_home
+from .._home import default_home
 
 __all__ = [
     "DEFAULT_PORT",

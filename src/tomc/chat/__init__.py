@@ -1,8 +1,10 @@
-"""TOMC for a caller's own Chat Completions loop.
+"""TOMC for a caller's own agent loop, in any of three wire formats.
 
 :class:`AutomaticChatSession` rewrites only old history into a compiled memory and keeps
-prefix caches warm; :mod:`tomc.chat.simulate` prices that under provider prompt caching.
-This package depends on the core compiler, never the other way round.
+prefix caches warm, for OpenAI Chat Completions, Anthropic Messages and OpenAI Responses
+requests alike (:mod:`tomc.chat.dialects` reads and writes each format); the gateway runs the
+same session for Claude Code and Codex. :mod:`tomc.chat.simulate` prices that under provider
+prompt caching. This package depends on the core compiler, never the other way round.
 """
 
 from __future__ import annotations

@@ -132,11 +132,42 @@ def build_work_memory(
     text that will be sent after the memory (lines there are not repeated), ``count`` the
     meter's count, ``header`` the memory's first line(s).
     """
-    groups: list[_Group] = []
-    texts: list[str] = []
-    owner: list[int] = []
+    work = _collect(entries, first_call_number)
+    alive = _newest_copies(work.texts, later_text)
+    focus_text = "\n".join(
+        [entry.text for entry in focus]
+        + [call.arguments for entry in focus for call in entry.calls]
+    )
+    _weigh_groups(work.groups, _paths(focus_text), count)
+    candidates = [index for index in range(len(work.texts)) if alive[index]]
+    costs = {index: count(work.texts[index] + "\n") for index in candidates}
+    order = _ranked(work, candidates, costs, query_terms(task + "\n" + focus_text))
+    kept = _pack(work, order, costs, budget - count(header))
+    text = _render(header, work, kept)
+    return WorkMemory(text, count(text), len(kept), len(candidates), work.calls)
+
+
+@dataclass(slots=True)
+class _Work:
+    """The lines of a stretch of work, each owned by a group (a call, or the agent's text)."""
+
+    groups: list[_Group]
+    texts: list[str]
+    owner: list[int]
+    calls: int
+
+
+def _collect(entries: Sequence[Entry], first_call_number: int) -> _Work:
+    """Every nonempty line under its group: a call's output under that call's header."""
+    work = _Work([], [], [], 0)
+    groups = work.groups
     by_call: dict[str, int] = {}
-    number = first_call_number
+
+    def add(group: int, line: str) -> None:
+        groups[group].lines.append(len(work.texts))
+        work.texts.append(line)
+        work.owner.append(group)
+
     for entry in entries:
         if entry.kind in (USER, ASSISTANT) and entry.text.strip():
             prefix = "user: " if entry.kind == USER else "assistant: "
@@ -144,13 +175,13 @@ def build_work_memory(
             groups.append(_Group("", len(groups), []))
             for line in entry.text.splitlines():
                 if line.strip():
-                    groups[group].lines.append(len(texts))
-                    texts.append(prefix + line if not groups[group].lines[:-1] else line)
-                    owner.append(group)
+                    add(group, line if groups[group].lines else prefix + line)
         for call in entry.calls:
             by_call[call.id] = len(groups)
-            groups.append(_Group(call_header(number, call), len(groups), []))
-            number += 1
+            groups.append(
+                _Group(call_header(first_call_number + work.calls, call), len(groups), [])
+            )
+            work.calls += 1
         if entry.kind == TOOL:
             for output in entry.outputs:
                 group = by_call.get(output.call_id)
@@ -159,11 +190,12 @@ def build_work_memory(
                     groups.append(_Group(f"[result {output.call_id}]", len(groups), []))
                 for line in output.text.splitlines():
                     if line.strip() and not FRAMING.match(line):
-                        groups[group].lines.append(len(texts))
-                        texts.append(line)
-                        owner.append(group)
+                        add(group, line)
+    return work
 
-    # Newest copy wins: a line shown again later (here or after the memory) is superseded.
+
+def _newest_copies(texts: Sequence[str], later_text: str) -> list[bool]:
+    """Newest copy wins: a line shown again later (here or after the memory) is superseded."""
     later_keys = {_key(line) for line in later_text.splitlines() if line.strip()}
     seen: set[str] = set()
     alive = [False] * len(texts)
@@ -173,12 +205,13 @@ def build_work_memory(
             continue
         seen.add(key)
         alive[index] = True
+    return alive
 
-    focus_text = "\n".join(
-        [entry.text for entry in focus]
-        + [call.arguments for entry in focus for call in entry.calls]
-    )
-    focus_paths = _paths(focus_text)
+
+def _weigh_groups(
+    groups: Sequence[_Group], focus_paths: set[str], count: Callable[[str], int]
+) -> None:
+    """Each group's recency, focus and header cost."""
     # A file keeps being worked on after its last read: a call's recency is that of the newest
     # call touching any of the same files.
     touched: dict[str, int] = {}
@@ -193,38 +226,47 @@ def build_work_memory(
         noted = _with_note(group.header, " (99999 of 99999 output lines kept)")
         group.header_cost = count(noted + "\n") if group.header else 0
 
-    candidates = [index for index in range(len(texts)) if alive[index]]
-    costs = {index: count(texts[index] + "\n") for index in candidates}
-    terms = query_terms(task + "\n" + focus_text)
+
+def _ranked(
+    work: _Work, candidates: list[int], costs: dict[int, int], terms: Sequence[str]
+) -> list[int]:
+    """The candidate lines, best first (see the weights above); ties: newer first."""
+    texts, groups = work.texts, work.groups
     scores = bm25_scores([texts[i] for i in candidates], [costs[i] for i in candidates], terms)
     top = max(scores.values(), default=0.0) or 1.0
     span = max(1, len(groups) - 1)
     score_of: dict[int, float] = {}
     for position, index in enumerate(candidates):
-        group = groups[owner[index]]
+        group = groups[work.owner[index]]
         score_of[index] = (
             BM25_WEIGHT * scores.get(position, 0.0) / top
             + RECENCY_WEIGHT * group.order / span
             + (FOCUS_WEIGHT if group.focus else 0.0)
         )
-    order = sorted(candidates, key=lambda i: (-score_of[i], -i))
+    return sorted(candidates, key=lambda i: (-score_of[i], -i))
 
-    left = budget - count(header)
+
+def _pack(work: _Work, order: list[int], costs: dict[int, int], left: int) -> set[int]:
+    """The lines that fit in ``left`` tokens, taken in ``order``, a group's header charged
+    with its first line; then headers of groups with no kept line while room remains."""
     kept: set[int] = set()
     for index in order:
-        group = groups[owner[index]]
+        group = work.groups[work.owner[index]]
         cost = costs[index] + (group.header_cost if group.kept == 0 else 0)
         if cost <= left:
             left -= cost
             kept.add(index)
             group.kept += 1
-    for group in reversed(groups):  # action log: the calls whose output left no line
+    for group in reversed(work.groups):  # action log: the calls whose output left no line
         if group.header and group.kept == 0 and group.header_cost <= left:
             left -= group.header_cost
             group.kept = -1  # header only
+    return kept
 
+
+def _render(header: str, work: _Work, kept: set[int]) -> str:
     out = [header]
-    for group in groups:
+    for group in work.groups:
         if group.kept == 0:
             continue
         lines = [i for i in group.lines if i in kept]
@@ -234,10 +276,8 @@ def build_work_memory(
                 out.append(_with_note(group.header, note))
             else:
                 out.append(group.header)
-        out.extend(texts[i] for i in lines)
-    text = "\n".join(out) + "\n"
-    calls = number - first_call_number
-    return WorkMemory(text, count(text), len(kept), len(candidates), calls)
+        out.extend(work.texts[i] for i in lines)
+    return "\n".join(out) + "\n"
 
 
 def _with_note(header: str, note: str) -> str:

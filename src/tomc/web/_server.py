@@ -1,8 +1,8 @@
 """Serving an app (the inspector, the gateway): uvicorn on asyncio, on a socket bound up front.
 
 :func:`make_server` binds the socket at once (so a taken port is an ``OSError`` right there and
-``port=0`` has a known port), then :meth:`InspectorServer.run` serves in the foreground (what
-``tomc serve`` does) or :meth:`InspectorServer.start` in a background thread (tests, embedding).
+``port=0`` has a known port), then :meth:`AppServer.run` serves in the foreground (what
+``tomc serve`` does) or :meth:`AppServer.start` in a background thread (tests, embedding).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = [
     "BACKLOG",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
-    "InspectorServer",
+    "AppServer",
     "allowed_hosts_for",
     "make_server",
     "serve",
@@ -87,7 +87,7 @@ def _bind(host: str, port: int, backlog: int) -> socket.socket:
     return sock
 
 
-class InspectorServer:
+class AppServer:
     """uvicorn serving ``app`` on an already bound socket; ``url`` is where it answers."""
 
     def __init__(
@@ -135,7 +135,7 @@ class InspectorServer:
         finally:
             self.socket.close()
 
-    def start(self, timeout_s: float = 30.0) -> InspectorServer:
+    def start(self, timeout_s: float = 30.0) -> AppServer:
         """Serve in a background thread; return once it accepts connections."""
         self._thread = threading.Thread(target=self.run, name="tomc-inspector", daemon=True)
         self._thread.start()
@@ -154,7 +154,7 @@ class InspectorServer:
             self._thread = None
         self.socket.close()
 
-    def __enter__(self) -> InspectorServer:
+    def __enter__(self) -> AppServer:
         return self.start()
 
     def __exit__(
@@ -175,7 +175,7 @@ def make_server(
     allowed_hosts: Collection[str] | None = None,
     compile_fn: CompileFunction = compile_memory,
     body_timeout_s: float = BODY_TIMEOUT_S,
-) -> InspectorServer:
+) -> AppServer:
     """Bind the inspector (``port=0`` picks a free port; see ``url``) without serving yet.
 
     ``allowed_hosts`` adds Host names to those :func:`allowed_hosts_for` grants (``["*"]``:
@@ -186,7 +186,7 @@ def make_server(
         allowed_hosts=allowed_hosts_for(host, allowed_hosts or ()),
         body_timeout_s=body_timeout_s,
     )
-    return InspectorServer(app, host, port, quiet=quiet, verbose=verbose)
+    return AppServer(app, host, port, quiet=quiet, verbose=verbose)
 
 
 def serve(

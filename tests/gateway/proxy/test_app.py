@@ -34,7 +34,7 @@ from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.settings import GatewaySettings, save_settings
 from tomc.chat import AutomaticChatSession
 from tomc.chat.dialects import DIALECTS
-from tomc.web._server import InspectorServer
+from tomc.web._server import AppServer
 
 SECRET = "sk-ant-secret-4242"
 OPENAI_SECRET = "sk-openai-secret-4242"
@@ -53,7 +53,7 @@ def gateway_on(fake: FakeProvider, **settings_fields: Any) -> Iterator[tuple[str
     )
     gateway = Gateway(settings, timeout=httpx2.Timeout(10.0, read=2.0))
     app = create_gateway_app(settings, gateway=gateway)
-    with InspectorServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
+    with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
         yield server.url.rstrip("/"), gateway
 
 
@@ -206,7 +206,7 @@ def test_an_unreachable_upstream_gets_an_error_in_the_clients_shape(fake):
     body = claude_code_request(2, thinking=False)
     settings = GatewaySettings(upstreams={"anthropic": "http://127.0.0.1:9"})
     app = create_gateway_app(settings)
-    server = InspectorServer(app, "127.0.0.1", 0, quiet=True, lifespan="on")
+    server = AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on")
     with server, pytest.raises(anthropic.APIStatusError) as raised:
         claude_client(server.url.rstrip("/")).messages.create(**body)
     assert raised.value.status_code == 502
@@ -325,7 +325,7 @@ def test_conversations_are_kept_apart_and_bounded(fake):
     gateway = Gateway(settings)
     gateway.store._max = store_limit  # a small store for the test
     app = create_gateway_app(settings, gateway=gateway)
-    with InspectorServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
+    with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
         base = server.url.rstrip("/")
         for number in range(5):
             headers = {"x-claude-code-session-id": f"session-{number}"}
@@ -386,7 +386,7 @@ def test_a_settings_change_applies_to_a_running_conversation(fake, tmp_path):
     save_settings(settings, tmp_path)
     gateway = Gateway(settings, timeout=httpx2.Timeout(10.0, read=2.0), home=tmp_path)
     app = create_gateway_app(settings, gateway=gateway)
-    with InspectorServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
+    with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
         client = openai_client(server.url.rstrip("/"))
         client.chat.completions.create(**body)
         assert fake.last.body == body  # gpt-4o's default target (0.6 of its window) fits

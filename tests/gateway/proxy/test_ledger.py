@@ -32,7 +32,7 @@ from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.proxy.ledger import LedgerEntry, UsageLedger, ledger_path, read_traffic
 from tomc._gateway.proxy.usage import ANTHROPIC, OPENAI, ProviderUsage
 from tomc._gateway.settings import GatewaySettings, save_settings
-from tomc.web._server import InspectorServer
+from tomc.web._server import AppServer
 
 SECRET = "sk-ant-ledger-secret-77"
 OPENAI_SECRET = "sk-openai-ledger-secret-77"
@@ -167,7 +167,7 @@ def gateway_on(
     )
     gateway = Gateway(settings, timeout=httpx2.Timeout(10.0, read=5.0), home=home, **options)
     app = create_gateway_app(settings, gateway=gateway)
-    with InspectorServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
+    with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
         yield server.url.rstrip("/"), gateway
 
 

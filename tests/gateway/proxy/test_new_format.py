@@ -31,7 +31,7 @@ from dialect_fixtures import chat_agent_request, request_tokens
 from fake_providers import read_request, serve_in_thread
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.settings import GatewaySettings
-from tomc.web._server import InspectorServer
+from tomc.web._server import AppServer
 
 MODEL = "gemini-test-pro"
 KEY = "AIza-test-key-4242"
@@ -138,7 +138,7 @@ def gateway_on(url: str, **fields: Any) -> Iterator[tuple[str, Gateway]]:
     settings = GatewaySettings(upstreams={"gemini": url}, **fields)
     gateway = Gateway(settings, timeout=httpx2.Timeout(10.0, read=5.0))
     app = create_gateway_app(settings, gateway=gateway)
-    with InspectorServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
+    with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
         yield server.url.rstrip("/"), gateway
 
 

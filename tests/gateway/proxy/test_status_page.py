@@ -15,7 +15,7 @@ from fake_providers import FakeProvider, Reply, Usage
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.proxy.status_page import savings_chart
 from tomc._gateway.settings import GatewaySettings
-from tomc.web._server import InspectorServer
+from tomc.web._server import AppServer
 
 SECRET = "sk-openai-page-secret-99"
 ANTHROPIC_SECRET = "sk-ant-page-secret-99"
@@ -62,7 +62,7 @@ def test_the_page_shows_the_chart_and_figures_only(tmp_path):
         )
         gateway = Gateway(settings, home=tmp_path)
         app = create_gateway_app(settings, gateway=gateway)
-        with InspectorServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
+        with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
             base = server.url.rstrip("/")
             client = openai.OpenAI(
                 api_key=SECRET,

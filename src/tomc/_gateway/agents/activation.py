@@ -19,43 +19,39 @@ the user changed it since; then the journal and the backup are deleted.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ..._core.errors import GatewayError, InvalidOptionError
-from ..._notebooks import default_home
-from ..local.health import gateway_root, loopback_port, probe, wait_until_answering
+from ..._home import default_home
+from ..local.health import gateway_root, probe, wait_until_answering
 from ..local.leases import RUN_GATEWAY_FILE, live_leases, read_run_gateway, run_lock, stop_gateway
 from ..local.login import CommandRunner, install_login_entry, login_entry, remove_login_entry
 from ..settings import atomic_write, gateway_dir, load_settings, record_upstream, save_settings
-from .agent_config import (
-    CLIENTS,
-    ConfigEdit,
-    ConfigRestore,
-    KeyChange,
-    decode_config,
-    read_config,
-)
-from .claude_config import (
-    claude_activate,
-    claude_base_url,
-    claude_deactivate,
-    claude_settings_path,
-)
-from .codex_config import (
-    PROVIDER_ID,
-    codex_activate,
-    codex_auth_mode,
-    codex_config_path,
-    codex_deactivate,
-    codex_home,
-    codex_provider,
+from .agent_config import CLIENTS, ConfigEdit, decode_config, read_config
+from .claude_config import claude_deactivate
+from .codex_config import codex_deactivate
+from .config_files import (
+    ConfigWriter,
+    check_client,
+    check_codex_home,
+    client_config_path,
+    client_gateway_url,
+    config_edit,
+    default_writer,
+    encode_config,
+    gateway_keys,
+    missing_dirs,
+    pointed_url,
+    points_at_gateway,
+    remove_file,
+    undo_keys,
+    write_file,
 )
 from .journal import (
     ActivationRecord,
@@ -67,122 +63,15 @@ from .journal import (
     sha256,
 )
 
-__all__ = [
-    "ConfigWriter",
-    "activate",
-    "client_config_path",
-    "client_gateway_url",
-    "pointed_url",
-    "points_at_gateway",
-    "restore_direct",
-]
+__all__ = ["ConfigWriter", "activate", "restore_direct"]
 
 START_TIMEOUT_S = 30.0
-
-#: Writes the agent's configuration file: ``(path, data, mode)``. Injectable so that tests
-#: can make it fail (a crash between the backup and the write).
-ConfigWriter = Callable[[Path, bytes, int], None]
-
-
-# ---- per-client adapters ------------------------------------------------------------------
-
-
-def _check_client(client: str) -> None:
-    if client not in CLIENTS:
-        raise InvalidOptionError(f"unknown client {client!r}; use one of {', '.join(CLIENTS)}")
-
-
-def client_config_path(client: str, environ: Mapping[str, str]) -> Path:
-    """The configuration file TOMC edits for ``client``."""
-    _check_client(client)
-    if client == "claude":
-        return claude_settings_path(environ)
-    return codex_config_path(environ)
-
-
-def client_gateway_url(client: str, port: int) -> str:
-    """What the client's configuration holds when it points at the gateway."""
-    return gateway_root(port) if client == "claude" else f"{gateway_root(port)}/v1"
-
-
-def _edit(client: str, text: str, port: int, environ: Mapping[str, str], where: str) -> ConfigEdit:
-    if client == "claude":
-        return claude_activate(text, gateway_root(port), environ, where)
-    return codex_activate(text, port, codex_auth_mode(environ), where)
-
-
-def _undo_keys(client: str, text: str, record: ActivationRecord, where: str) -> ConfigRestore:
-    undo = claude_deactivate if client == "claude" else codex_deactivate
-    return undo(text, record.changes, record.created, where)
-
-
-def pointed_url(client: str, text: str | None, where: str = "") -> str | None:
-    """Where the configuration sends the client's requests, when it says so explicitly."""
-    where = where or ("settings.json" if client == "claude" else "config.toml")
-    if client == "claude":
-        return claude_base_url(text, where)
-    provider = codex_provider(text, where)
-    return provider.base_url
-
-
-def points_at_gateway(client: str, text: str | None, port: int, where: str = "") -> bool:
-    """Whether the configuration sends the client's requests to a gateway on ``port`` (Codex:
-    or to its ``tomc`` provider on any local port)."""
-    if loopback_port(pointed_url(client, text, where)) == port:
-        return True
-    return client == "codex" and codex_provider(text, where or "config.toml").is_gateway()
-
-
-def _gateway_keys(client: str, url: str | None) -> tuple[KeyChange, ...]:
-    """The keys TOMC sets, as if it had set them with nothing there before."""
-    if client == "claude":
-        return (KeyChange(("env", "ANTHROPIC_BASE_URL"), False, None, url),)
-    return (
-        KeyChange(("model_provider",), False, None, PROVIDER_ID),
-        KeyChange(("model_providers", PROVIDER_ID), False, None, None),
-    )
-
 
 # ---- activate -----------------------------------------------------------------------------
 
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _missing_dirs(path: Path) -> tuple[str, ...]:
-    missing = []
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        missing.append(str(parent))
-        parent = parent.parent
-    return tuple(missing)  # deepest first
-
-
-def _write(writer: ConfigWriter, path: Path, data: bytes, mode: int) -> None:
-    try:
-        writer(path, data, mode)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        if isinstance(exc, NotADirectoryError | FileExistsError):
-            reason = "a part of that path is a file"
-        raise GatewayError(f"cannot write {path}: {reason}") from None
-
-
-def _default_writer(path: Path, data: bytes, mode: int) -> None:
-    atomic_write(path, data, mode)
-
-
-def _encode(text: str, like: bytes | None) -> bytes:
-    bom = b"\xef\xbb\xbf" if like is not None and like.startswith(b"\xef\xbb\xbf") else b""
-    return bom + text.encode("utf-8")
-
-
-def _check_codex_home(client: str, environ: Mapping[str, str]) -> None:
-    if client == "codex" and environ.get("CODEX_HOME", "").strip():
-        home = codex_home(environ)
-        if not home.is_dir():
-            raise GatewayError(f"CODEX_HOME is {home}, which is not a folder (Codex needs one)")
 
 
 def _not_answering(port: int, other: bool) -> GatewayError:
@@ -207,22 +96,21 @@ def activate(
     login: bool = False,
     runner: CommandRunner | None = None,
     platform: str = sys.platform,
-    write_config: ConfigWriter = _default_writer,
+    write_config: ConfigWriter = default_writer,
     start_timeout_s: float = START_TIMEOUT_S,
 ) -> list[str]:
     """Point ``client``'s own configuration at the gateway on ``port`` (default: the saved
     port); return what was done, in words. Refuses while no gateway answers there (with
     ``login``, installs the login entry first and waits for it to answer)."""
-    _check_client(client)
+    check_client(client)
     environ = os.environ if environ is None else environ
     home_path = Path(home).expanduser() if home is not None else default_home()
     folder = gateway_dir(home_path)
     settings = load_settings(home_path)
     port = settings.port if port is None else port
-    _check_codex_home(client, environ)
+    check_codex_home(client, environ)
     path = client_config_path(client, environ)
     target = Path(os.path.realpath(path))
-    done: list[str] = []
 
     record = load_record(folder, client)
     if record is not None and Path(record.target) != target:
@@ -232,97 +120,33 @@ def activate(
         )
     data = read_config(target)
     text = decode_config(path, data) if data is not None else ""
-    edit = _edit(client, text, port, environ, str(path))
-    new_bytes = _encode(edit.text, data) if edit.changed else data or b""
-    written = sha256(new_bytes) or ""
+    edit = config_edit(client, text, port, environ, str(path))
+    new_bytes = encode_config(edit.text, data) if edit.changed else data or b""
 
     # Everything above only read; from here on things change.
-    found = probe(port)
-    if found.other:
-        raise _not_answering(port, other=True)
-    if login:
-        if runner is None:
-            from ..local.login import run_command
+    if login and runner is None:
+        from ..local.login import run_command
 
-            runner = run_command
-        entry = login_entry(port, home_path, folder, platform=platform, environ=environ)
-        done += install_login_entry(entry, folder, client, runner, start_now=not found.answering)
-        if not found.answering:
-            try:
-                wait_until_answering(port, start_timeout_s)
-            except GatewayError as exc:
-                raise GatewayError(
-                    f"{exc}, so {path} was not changed; the login entry is installed "
-                    "(`tomc restore-direct` removes it)"
-                ) from None
-    elif not found.answering:
-        raise _not_answering(port, found.other)
+        runner = run_command
+    start = _LoginStart(runner, platform, environ, start_timeout_s) if login else None
+    done = _ensure_gateway(port, home_path, folder, client, path, start)
     recovering = record is None or record.state == "pending"
     before = record  # the journal as it was, to go back to if the write is refused
-
-    if record is None:
-        if data is not None:
-            atomic_write(backup_path(folder, client), data)
-        record = ActivationRecord(
-            client=client,
-            state="pending",
-            config=str(path),
-            target=str(target),
-            existed=data is not None,
-            original_sha256=sha256(data),
-            original_mode=stat.S_IMODE(target.stat().st_mode) if data is not None else None,
-            created_dirs=_missing_dirs(target),
-            # A file that already pointed at the gateway is no state to go back to.
-            byte_restore=not points_at_gateway(client, text, port, str(path)),
-            written_sha256=written,
-            port=port,
-            gateway_url=client_gateway_url(client, port),
-            changes=edit.changes,
-            created=edit.created,
-            upstreams=dict(edit.upstreams),
-            activated_at=_now(),
-        )
-        save_record(folder, record)  # the journal, before the agent's file is touched
-    else:
-        current = sha256(data)
-        foreign = current not in (record.written_sha256, record.original_sha256) or (
-            data is None and record.existed
-        )
-        updated = replace(
-            record,
-            state="pending" if edit.changed else record.state,
-            port=port,
-            gateway_url=client_gateway_url(client, port),
-            byte_restore=record.byte_restore and not foreign,
-            written_sha256=written if edit.changed or not foreign else record.written_sha256,
-        )
-        if updated != record:
-            save_record(folder, updated)  # again before the agent's file is touched
-        record = updated
-
+    written = sha256(new_bytes) or ""
+    record = _journal(folder, record, client, path, target, data, text, port, edit, written)
     if recovering:
-        for kind, url in sorted(record.upstreams.items()):
-            try:
-                replaced = record_upstream(kind, url, home_path)
-            except InvalidOptionError as exc:
-                done.append(f"note: upstream not recorded: {exc}")
-                continue
-            if replaced is not None:
-                done.append(
-                    f"gateway settings: {kind} upstream {url} (was {replaced}); restart the "
-                    "gateway to use it"
-                )
+        done += _record_upstreams(record, home_path)
 
     if edit.changed:
         mode = stat.S_IMODE(target.stat().st_mode) if data is not None else 0o600
         try:
-            _write(write_config, target, new_bytes, mode)
+            write_file(write_config, target, new_bytes, mode)
         except GatewayError:
             # Refused (not a crash): the agent's file is as it was, so is the journal.
             if before is None:
                 drop_record(folder, client)
                 if not record.existed:
-                    _remove_file(target, record.created_dirs)
+                    remove_file(target, record.created_dirs)
             else:
                 save_record(folder, before)
             raise
@@ -338,17 +162,114 @@ def activate(
     return done
 
 
-# ---- restore ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _LoginStart:
+    """How ``activate --login`` installs the login entry and waits for it to answer."""
+
+    runner: CommandRunner
+    platform: str
+    environ: Mapping[str, str]
+    timeout_s: float
 
 
-def _remove_file(target: Path, created_dirs: tuple[str, ...]) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        target.unlink()
-    for folder in created_dirs:  # deepest first; a folder the user filled since stays
+def _ensure_gateway(
+    port: int, home: Path, folder: Path, client: str, path: Path, login: _LoginStart | None
+) -> list[str]:
+    """Refuse unless a TOMC gateway answers on ``port``; with ``login``, install the login
+    entry first (starting the gateway if none answers) and wait for it."""
+    found = probe(port)
+    if found.other:
+        raise _not_answering(port, other=True)
+    if login is None:
+        if not found.answering:
+            raise _not_answering(port, found.other)
+        return []
+    entry = login_entry(port, home, folder, platform=login.platform, environ=login.environ)
+    done = install_login_entry(entry, folder, client, login.runner, start_now=not found.answering)
+    if not found.answering:
         try:
-            os.rmdir(folder)
-        except OSError:
-            break
+            wait_until_answering(port, login.timeout_s)
+        except GatewayError as exc:
+            raise GatewayError(
+                f"{exc}, so {path} was not changed; the login entry is installed "
+                "(`tomc restore-direct` removes it)"
+            ) from None
+    return done
+
+
+def _journal(
+    folder: Path,
+    record: ActivationRecord | None,
+    client: str,
+    path: Path,
+    target: Path,
+    data: bytes | None,
+    text: str,
+    port: int,
+    edit: ConfigEdit,
+    written: str,
+) -> ActivationRecord:
+    """The journal for this activation, saved before the agent's file is touched: a new
+    ``pending`` record (after the backup), or ``record`` brought up to date."""
+    if record is None:
+        if data is not None:
+            atomic_write(backup_path(folder, client), data)
+        record = ActivationRecord(
+            client=client,
+            state="pending",
+            config=str(path),
+            target=str(target),
+            existed=data is not None,
+            original_sha256=sha256(data),
+            original_mode=stat.S_IMODE(target.stat().st_mode) if data is not None else None,
+            created_dirs=missing_dirs(target),
+            # A file that already pointed at the gateway is no state to go back to.
+            byte_restore=not points_at_gateway(client, text, port, str(path)),
+            written_sha256=written,
+            port=port,
+            gateway_url=client_gateway_url(client, port),
+            changes=edit.changes,
+            created=edit.created,
+            upstreams=dict(edit.upstreams),
+            activated_at=_now(),
+        )
+        save_record(folder, record)
+        return record
+    current = sha256(data)
+    foreign = current not in (record.written_sha256, record.original_sha256) or (
+        data is None and record.existed
+    )
+    updated = replace(
+        record,
+        state="pending" if edit.changed else record.state,
+        port=port,
+        gateway_url=client_gateway_url(client, port),
+        byte_restore=record.byte_restore and not foreign,
+        written_sha256=written if edit.changed or not foreign else record.written_sha256,
+    )
+    if updated != record:
+        save_record(folder, updated)
+    return updated
+
+
+def _record_upstreams(record: ActivationRecord, home: Path) -> list[str]:
+    """The upstreams the agent's file named, into the gateway settings."""
+    done = []
+    for kind, url in sorted(record.upstreams.items()):
+        try:
+            replaced = record_upstream(kind, url, home)
+        except InvalidOptionError as exc:
+            done.append(f"note: upstream not recorded: {exc}")
+            continue
+        if replaced is not None:
+            done.append(
+                f"gateway settings: {kind} upstream {url} (was {replaced}); restart the "
+                "gateway to use it"
+            )
+    return done
+
+
+# ---- restore ------------------------------------------------------------------------------
 
 
 def _restore_one(
@@ -365,7 +286,7 @@ def _restore_one(
         record.existed and current == record.original_sha256
     ):
         if data is None:
-            _remove_file(target, record.created_dirs)
+            remove_file(target, record.created_dirs)
         message = f"{client}: {where} is as it was before activation"
     elif record.byte_restore and current == record.written_sha256:
         if record.existed:
@@ -376,24 +297,24 @@ def _restore_one(
                     f"the backup {backup} is missing or damaged; {where} was left as it is"
                 )
             mode = record.original_mode if record.original_mode is not None else 0o600
-            _write(_default_writer, target, original, mode)
+            write_file(default_writer, target, original, mode)
             message = f"{client}: {where} restored byte for byte"
         else:
-            _remove_file(target, record.created_dirs)
+            remove_file(target, record.created_dirs)
             message = f"{client}: removed {where} (it did not exist before activation)"
     elif data is None:
         message = f"{client}: {where} was deleted after activation; nothing to put back"
     else:
         text = decode_config(Path(where), data)
-        restored = _undo_keys(client, text, record, where)
+        restored = undo_keys(client, text, record, where)
         if restored.empty and not record.existed:
-            _remove_file(target, record.created_dirs)
+            remove_file(target, record.created_dirs)
             message = f"{client}: removed {where} (it did not exist before activation)"
         else:
-            _write(
-                _default_writer,
+            write_file(
+                default_writer,
                 target,
-                _encode(restored.text, data),
+                encode_config(restored.text, data),
                 stat.S_IMODE(target.stat().st_mode),
             )
             message = (
@@ -420,10 +341,10 @@ def _restore_unrecorded(client: str, environ: Mapping[str, str], port: int) -> l
     except GatewayError:  # unreadable, and TOMC never wrote it: not TOMC's to repair
         return []
     undo = claude_deactivate if client == "claude" else codex_deactivate
-    changes = _gateway_keys(client, pointed_url(client, text, str(path)))
+    changes = gateway_keys(client, pointed_url(client, text, str(path)))
     restored = undo(text, changes, (), str(path))
     mode = stat.S_IMODE(target.stat().st_mode)
-    _write(_default_writer, target, _encode(restored.text, data), mode)
+    write_file(default_writer, target, encode_config(restored.text, data), mode)
     return [
         f"{client}: {path} pointed at the gateway without an activation record; removed "
         "TOMC's keys (what they held before is unknown)"
@@ -456,7 +377,7 @@ def restore_direct(
     environ = os.environ if environ is None else environ
     clients = CLIENTS if client is None else (client,)
     for name in clients:
-        _check_client(name)
+        check_client(name)
     home_path = Path(home).expanduser() if home is not None else default_home()
     folder = gateway_dir(home_path)
     port = load_settings(home_path).port

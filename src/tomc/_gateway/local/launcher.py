@@ -35,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 
 from ..._core.errors import AgentNotFoundError, GatewayError, InvalidOptionError
-from ..._notebooks import default_home
+from ..._home import default_home
 from ..agents.agent_config import CLIENTS, decode_config, read_config
 from ..agents.claude_config import BASE_URL_KEY, claude_base_url, claude_settings_path
 from ..agents.codex_config import codex_auth_mode, codex_config_path, codex_run_overrides

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..._core.errors import GatewayError
-from ..._notebooks import default_home
-from ..agents.activation import client_config_path, pointed_url, points_at_gateway
+from ..._home import default_home
 from ..agents.agent_config import CLIENTS, decode_config, read_config
+from ..agents.config_files import client_config_path, pointed_url, points_at_gateway
 from ..agents.journal import load_record
 from ..proxy.ledger import ledger_path, read_traffic
 from ..settings import gateway_dir, load_settings

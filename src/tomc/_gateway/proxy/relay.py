@@ -109,8 +109,8 @@ class UsageSniffer:
     not read.
 
     Beside that prompt size (what :meth:`finish` returns, for the session), :attr:`usage` is the
-    full usage of the answer (:class:`~tomc._gateway.proxy.usage.ProviderUsage`: cache reads
-    and writes, output, dropped thinking), read to the end of a stream, for the usage ledger.
+    full usage of the answer (:class:`~tomc._gateway.proxy.usage.ProviderUsage`: cache reads and
+    writes, output, dropped thinking), read to the end of a stream, for the usage ledger.
     """
 
     def __init__(

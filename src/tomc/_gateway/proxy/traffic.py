@@ -1,0 +1,165 @@
+"""The usage ledger's figures: totals, the recent conversations and the chart's series.
+
+Read from the gateway's own connection (:meth:`~.ledger.UsageLedger.traffic`) or, without a
+running gateway, from the file in read-only mode (:func:`read_traffic`, for
+``tomc gateway status``).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable
+from typing import Any
+
+from .ledger_file import SCHEMA_VERSION, ledger_path
+
+__all__ = ["empty_figures", "read_traffic", "traffic"]
+
+_CHART_POINTS = 240
+
+_SUMS = (
+    "requests",
+    "rewritten",
+    "tokens_before",
+    "tokens_after",
+    "with_usage",
+    "prompt_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "billed_input",
+    "direct_input",
+    "thinking_dropped",
+)
+
+
+def empty_figures() -> dict[str, Any]:
+    """The figures of nothing (the shape of ``totals`` and of each conversation's figures)."""
+    return _figures(dict.fromkeys(_SUMS, 0), {})
+
+
+def _figures(row: Any, errors: dict[str, int]) -> dict[str, Any]:
+    billed = float(row["billed_input"] or 0.0)
+    direct = float(row["direct_input"] or 0.0)
+    before, after = int(row["tokens_before"] or 0), int(row["tokens_after"] or 0)
+    return {
+        "requests": int(row["requests"] or 0),
+        "rewritten": int(row["rewritten"] or 0),
+        "requests_with_usage": int(row["with_usage"] or 0),
+        "tomc_tokens_before": before,
+        "tomc_tokens_after": after,
+        "tomc_tokens_saved": before - after,
+        "prompt_tokens": int(row["prompt_tokens"] or 0),
+        "cache_read_tokens": int(row["cache_read_tokens"] or 0),
+        "cache_write_tokens": int(row["cache_write_tokens"] or 0),
+        "output_tokens": int(row["output_tokens"] or 0),
+        "billed_input": round(billed, 1),
+        "direct_input": round(direct, 1),
+        "billed_saved": round(direct - billed, 1),
+        "billed_saved_share": round((direct - billed) / direct, 4) if direct > 0 else 0.0,
+        "thinking_dropped": int(row["thinking_dropped"] or 0),
+        "upstream_errors": errors,
+        "upstream_error_count": sum(errors.values()),
+    }
+
+
+def _errors(rows: Iterable[Any]) -> dict[str, int]:
+    return {str(status): int(count) for status, count in sorted(tuple(row) for row in rows)}
+
+
+_STEPS_MIN = (1, 5, 15, 60, 180, 360, 1440, 10080)
+
+
+def _series(connection: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Cumulative billed and direct input over time, at most about 240 points."""
+    span = connection.execute("SELECT MIN(minute), MAX(minute) FROM minutes").fetchone()
+    if span[0] is None:
+        return []
+    first, last = span
+    step = next((s for s in _STEPS_MIN if (last - first) / s <= _CHART_POINTS), _STEPS_MIN[-1])
+    rows = connection.execute(
+        "SELECT minute / ? AS bucket, SUM(requests), SUM(billed_input), SUM(direct_input) "
+        "FROM minutes GROUP BY bucket ORDER BY bucket",
+        (step,),
+    ).fetchall()
+    series = [{"t": first * 60, "requests": 0, "billed_input": 0.0, "direct_input": 0.0}]
+    requests, billed, direct = 0, 0.0, 0.0
+    for bucket, count, bucket_billed, bucket_direct in rows:
+        requests += count
+        billed += bucket_billed
+        direct += bucket_direct
+        end = min((bucket + 1) * step, last + 1) * 60
+        series.append(
+            {
+                "t": end,
+                "requests": requests,
+                "billed_input": round(billed, 1),
+                "direct_input": round(direct, 1),
+            }
+        )
+    return series
+
+
+def traffic(connection: sqlite3.Connection, limit: int) -> dict[str, Any]:
+    sums = ", ".join(f"SUM({name}) AS {name}" for name in _SUMS)
+    totals_row = connection.execute(
+        f"SELECT {sums}, MIN(first_at) AS since, MAX(last_at) AS last FROM conversations"
+    ).fetchone()
+    all_errors = _errors(
+        connection.execute("SELECT status, SUM(count) FROM errors GROUP BY status").fetchall()
+    )
+    totals = _figures(totals_row, all_errors)
+    totals["conversations"] = connection.execute("SELECT COUNT(*) FROM conversations").fetchone()[0]
+    rows = connection.execute(
+        "SELECT * FROM conversations ORDER BY last_at DESC LIMIT ?", (max(0, limit),)
+    ).fetchall()
+    conversations = []
+    for row in rows:
+        errors = _errors(
+            connection.execute(
+                "SELECT status, count FROM errors WHERE conversation = ?", (row["key"],)
+            ).fetchall()
+        )
+        conversations.append(
+            {
+                "conversation": row["key"],
+                "api": row["api"],
+                "model": row["model"],
+                "first_at": row["first_at"],
+                "last_at": row["last_at"],
+                **_figures(row, errors),
+                "context_target": row["context_target"],
+            }
+        )
+    return {
+        "since": totals_row["since"],
+        "last": totals_row["last"],
+        "totals": totals,
+        "conversations": conversations,
+        "series": _series(connection),
+    }
+
+
+def read_traffic(
+    home: str | os.PathLike[str] | None = None, *, limit: int = 10
+) -> dict[str, Any] | None:
+    """The ledger's figures read from ``<home>/gateway/usage.sqlite3`` without writing to it
+    (``None`` when there is no file yet). Raises ``sqlite3.Error`` or ``OSError`` on a file that
+    cannot be read."""
+    path = ledger_path(home)
+    if not path.exists():
+        return None
+    connection = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2.0)
+    try:
+        connection.row_factory = sqlite3.Row
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:  # created, never written
+            return None
+        if version > SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(f"written by a newer TOMC (schema {version})")
+        data = traffic(connection, limit)
+    finally:
+        connection.close()
+    data["ledger"] = str(path)
+    return data
