@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -34,8 +34,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from ... import __version__
-from ...chat import AutomaticChatSession, Decision, SessionOptions
-from ...chat._options import THINKING_PREFIX
+from ...chat import AutomaticChatSession, Decision
 from ...chat.dialects import DIALECTS
 from ...web._app import LOOPBACK_HOSTS, HostCheck, inspector_routes
 from ..agents.limits import (
@@ -51,13 +50,20 @@ from ..settings import (
     GatewaySettings,
     gateway_dir,
     load_settings,
-    parse_context_target,
 )
 from .ledger import LedgerEntry, UsageLedger, ledger_path
+from .options import SESSION_OPTIONS, RequestOptions, new_session
 from .origins import OriginCheck
 from .redact import install_redaction
 from .relay import UsageSniffer, client_gone, error_response, forward_headers, no_cookies, relay
-from .routing import API_PATHS, conversation_key, route_request
+from .routing import (
+    api_for_path,
+    compaction_api,
+    conversation_key,
+    request_view,
+    route_request,
+    wire_body,
+)
 from .sessions import ConversationRecord, MemorySessionStore, SessionStore
 from .status_page import render_status_page
 
@@ -80,56 +86,6 @@ SERVICE_NAME = "tomc-gateway"
 #: Largest request body the gateway reads to rewrite (a bigger one is forwarded untouched).
 MAX_REWRITE_BYTES = 64 * 1024 * 1024
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-_COMPACT_PATHS = {"/v1/responses/compact": "responses"}
-#: Every conversation's session options. The target and the thinking prefix are applied per
-#: request (see ``Gateway._rewrite``), so that settings saved while the gateway runs reach
-#: running conversations too. An agent's recent steps may be shortened to the latest turn when
-#: its tool outputs are big: otherwise each request right after a build would rebuild (a cache
-#: miss each).
-SESSION_OPTIONS = SessionOptions(min_recent_messages=0)
-
-
-def new_session() -> AutomaticChatSession:
-    """A new conversation's session, with :data:`SESSION_OPTIONS`."""
-    return AutomaticChatSession(options=SESSION_OPTIONS)
-
-
-@dataclass(frozen=True)
-class RequestOptions:
-    """What a request asks of TOMC through its ``x-tomc-*`` headers.
-
-    ``x-tomc-context-target: N`` or ``off`` is an explicit per-run option (it wins over the
-    settings file); ``x-tomc-context-target: N; source=agent`` is the default ``tomc run``
-    computed from the agent's own configuration (the settings file wins over it).
-    ``x-tomc-thinking-prefix: passthrough|drop_block`` overrides the setting. A value that
-    does not parse is ignored (logged), never fatal.
-    """
-
-    target: int | str | None = None
-    agent_target: int | None = None
-    thinking_prefix: str | None = None
-
-    @classmethod
-    def from_headers(cls, headers: dict[str, str]) -> RequestOptions:
-        target = agent_target = thinking = None
-        raw = headers.get(TARGET_HEADER, "").strip()
-        if raw:
-            value, _, params = raw.partition(";")
-            try:
-                parsed = parse_context_target(value)
-            except Exception:
-                logger.warning("ignoring %s: %r", TARGET_HEADER, raw)
-                parsed = None
-            if "source=agent" in params.replace(" ", "").lower():
-                agent_target = parsed if isinstance(parsed, int) else None
-            else:
-                target = parsed
-        raw = headers.get(THINKING_HEADER, "").strip().lower()
-        if raw in THINKING_PREFIX:
-            thinking = raw
-        elif raw:
-            logger.warning("ignoring %s: %r", THINKING_HEADER, raw)
-        return cls(target, agent_target, thinking)
 
 
 class Gateway:
@@ -234,7 +190,9 @@ class Gateway:
         prepared_body, add, conversation = body, {}, None
         api = route.api if request.method == "POST" else None
         if api is not None:
-            prepared_body, add, conversation = await self._rewrite(api, headers, body, options)
+            prepared_body, add, conversation = await self._rewrite(
+                api, headers, body, options, path
+            )
         else:
             self.passthrough_paths += 1
         # Read now: _rewrite recorded it and nothing ran since (no await in between).
@@ -242,14 +200,14 @@ class Gateway:
         sniffer = None
         if api is not None:
             sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens)
-        compact_api = _COMPACT_PATHS.get(path) if request.method == "POST" else None
+        compact_api = compaction_api(path) if request.method == "POST" else None
 
         def done(prompt_tokens: int | None, status: int) -> None:
             if conversation is not None and prompt_tokens is not None and status < 400:
                 conversation.session.observe_usage(prompt_tokens)
                 self._save(conversation)
             if compact_api is not None and status < 400:
-                self._note_compaction(compact_api, headers, body)
+                self._note_compaction(compact_api, headers, body, path)
             self._record_usage(api, conversation, decision, sniffer, status)
 
         return await relay(
@@ -285,7 +243,12 @@ class Gateway:
         return limit.target, f"{limit.agent} default ({limit.source})"
 
     async def _rewrite(
-        self, api: str, headers: dict[str, str], body: bytes, options: RequestOptions | None = None
+        self,
+        api: str,
+        headers: dict[str, str],
+        body: bytes,
+        options: RequestOptions | None = None,
+        path: str = "",
     ) -> tuple[bytes, dict[str, str], ConversationRecord | None]:
         """The body to send, headers to add, and the conversation; the original on any failure."""
         if headers.get("content-encoding", "identity") != "identity":
@@ -304,13 +267,14 @@ class Gateway:
         options = options or RequestOptions()
         conversation = None
         try:
-            target, source = self.context_target(api, headers, data, options)
-            conversation = self.store.get(conversation_key(api, headers, data), api)
+            view = request_view(api, path, data)  # with the model, also when the URL names it
+            target, source = self.context_target(api, headers, view, options)
+            conversation = self.store.get(conversation_key(api, headers, view), api)
             conversation.target_source = source
             prepared = await anyio.to_thread.run_sync(
                 partial(
                     conversation.session.prepare_request,
-                    data,
+                    view,
                     api=api,
                     context_target=target,
                     thinking_prefix=options.thinking_prefix or self.settings.thinking_prefix,
@@ -339,9 +303,10 @@ class Gateway:
             decision.tokens_before,
             decision.tokens_after,
         )
-        if prepared.body is data:
+        if prepared.body is view:
             return body, {}, conversation
-        encoded = json.dumps(prepared.body, ensure_ascii=False, separators=(",", ":"))
+        sent = wire_body(data, view, prepared.body)
+        encoded = json.dumps(sent, ensure_ascii=False, separators=(",", ":"))
         return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), conversation
 
     def _record_usage(
@@ -374,12 +339,12 @@ class Gateway:
         except Exception as exc:  # only bookkeeping
             logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
 
-    def _note_compaction(self, api: str, headers: dict[str, str], body: bytes) -> None:
+    def _note_compaction(self, api: str, headers: dict[str, str], body: bytes, path: str) -> None:
         """The agent compacted through its own endpoint: its session cools down as after a
         native compaction."""
         try:
-            data = json.loads(body)
-            conversation = self.store.get(conversation_key(api, headers, data), api)
+            view = request_view(api, path, json.loads(body))
+            conversation = self.store.get(conversation_key(api, headers, view), api)
         except Exception:  # only bookkeeping: never fail the request for it
             return
         conversation.session.note_compaction(f"{api} compact endpoint")
@@ -465,7 +430,7 @@ def create_gateway_app(
             return Response(status_code=499)
         except Exception as exc:  # the last line of defence: answer in the client's shape
             logger.error("gateway error on %s %s", request.method, request.url.path, exc_info=exc)
-            api = API_PATHS.get(request.url.path)
+            api = api_for_path(request.url.path)
             return error_response(
                 api, 502, f"TOMC gateway error ({type(exc).__name__})", "api_error"
             )

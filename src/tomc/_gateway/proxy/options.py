@@ -1,0 +1,69 @@
+"""What the gateway asks of every conversation's session, and what one request asks of TOMC.
+
+:data:`SESSION_OPTIONS` are the options every conversation's session starts from;
+:class:`RequestOptions` reads a request's ``x-tomc-*`` headers (what ``tomc run`` sends).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ...chat import AutomaticChatSession, SessionOptions
+from ...chat._options import THINKING_PREFIX
+from ..agents.limits import TARGET_HEADER, THINKING_HEADER
+from ..settings import parse_context_target
+
+__all__ = ["SESSION_OPTIONS", "RequestOptions", "new_session"]
+
+logger = logging.getLogger("tomc.gateway")
+
+#: Every conversation's session options. The target and the thinking prefix are applied per
+#: request (see ``Gateway._rewrite``), so that settings saved while the gateway runs reach
+#: running conversations too. An agent's recent steps may be shortened to the latest turn when
+#: its tool outputs are big: otherwise each request right after a build would rebuild (a cache
+#: miss each).
+SESSION_OPTIONS = SessionOptions(min_recent_messages=0)
+
+
+def new_session() -> AutomaticChatSession:
+    """A new conversation's session, with :data:`SESSION_OPTIONS`."""
+    return AutomaticChatSession(options=SESSION_OPTIONS)
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """What a request asks of TOMC through its ``x-tomc-*`` headers.
+
+    ``x-tomc-context-target: N`` or ``off`` is an explicit per-run option (it wins over the
+    settings file); ``x-tomc-context-target: N; source=agent`` is the default ``tomc run``
+    computed from the agent's own configuration (the settings file wins over it).
+    ``x-tomc-thinking-prefix: passthrough|drop_block`` overrides the setting. A value that
+    does not parse is ignored (logged), never fatal.
+    """
+
+    target: int | str | None = None
+    agent_target: int | None = None
+    thinking_prefix: str | None = None
+
+    @classmethod
+    def from_headers(cls, headers: dict[str, str]) -> RequestOptions:
+        target = agent_target = thinking = None
+        raw = headers.get(TARGET_HEADER, "").strip()
+        if raw:
+            value, _, params = raw.partition(";")
+            try:
+                parsed = parse_context_target(value)
+            except Exception:
+                logger.warning("ignoring %s: %r", TARGET_HEADER, raw)
+                parsed = None
+            if "source=agent" in params.replace(" ", "").lower():
+                agent_target = parsed if isinstance(parsed, int) else None
+            else:
+                target = parsed
+        raw = headers.get(THINKING_HEADER, "").strip().lower()
+        if raw in THINKING_PREFIX:
+            thinking = raw
+        elif raw:
+            logger.warning("ignoring %s: %r", THINKING_HEADER, raw)
+        return cls(target, agent_target, thinking)
