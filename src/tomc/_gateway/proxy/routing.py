@@ -27,7 +27,7 @@ from ...chat.dialects import DEFAULT_DIALECT, DIALECTS, Dialect
 from ..settings import GatewaySettings
 
 __all__ = [
-    "Route",
+    "UpstreamRoute",
     "api_for_path",
     "compaction_api",
     "conversation_key",
@@ -38,7 +38,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
+class UpstreamRoute:
     """Where one request goes: the upstream kind, the full URL, and the dialect if rewritten."""
 
     kind: str
@@ -64,7 +64,7 @@ def _owner(path: str, headers: Mapping[str, str]) -> Dialect:
 
 def route_request(
     path: str, query: str, headers: Mapping[str, str], settings: GatewaySettings
-) -> Route:
+) -> UpstreamRoute:
     """The upstream URL for ``path`` (as the client sent it) and the dialect that may rewrite it.
 
     ``headers`` are lower-cased names. The upstream's base URL replaces the part of the path it
@@ -76,7 +76,7 @@ def route_request(
     url = upstream.join(settings.upstream(upstream.kind), path)
     if query:
         url = f"{url}?{query}"
-    return Route(upstream.kind, url, api)
+    return UpstreamRoute(upstream.kind, url, api)
 
 
 def request_view(api: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
