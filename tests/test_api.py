@@ -63,7 +63,18 @@ PUBLIC = {
         "SessionStateError",
         "check_tool_pairing",
     ],
-    "tomc.chat.dialects": ["DIALECTS", "Dialect", "PassThrough", "dialect_for"],
+    "tomc.chat.dialects": [
+        "DEFAULT_DIALECT",
+        "DIALECTS",
+        "Dialect",
+        "PassThrough",
+        "Upstream",
+        "WireUsage",
+        "dialect_for",
+        "guess_dialects",
+        "register_dialect",
+        "unregister_dialect",
+    ],
     "tomc.web": ["AppServer", "create_app", "inspector_routes", "make_server", "serve"],
 }
 

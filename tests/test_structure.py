@@ -335,6 +335,39 @@ def test_layout_table_lists_exactly_the_modules() -> None:
     assert not in_tree - listed, f"in the tree but not listed: {sorted(in_tree - listed)}"
 
 
+README = ROOT / "README.md"
+
+
+def readme_packages() -> set[str]:
+    """The packages the README's layout table names: ``src/tomc/x/`` in full, or ``y/`` after
+    a full path in the same row, inside it (``src/tomc/_gateway/``, ``proxy/`` -> both)."""
+    text = README.read_text(encoding="utf-8")
+    assert "## Layout" in text, "README.md has no Layout section"
+    section = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    named: set[str] = set()
+    for row in (line for line in section.splitlines() if line.startswith("| `")):
+        parent = ""
+        for token in re.findall(r"`([^`]+/)`", row.split("|")[1]):
+            if token.startswith("src/"):
+                named.add(token)
+                parent = token
+            else:
+                named.add(parent + token)
+    return named
+
+
+def test_readme_layout_names_every_package() -> None:
+    named = readme_packages()
+    packages = {
+        f"{path.parent.relative_to(ROOT)}/"
+        for path in PACKAGE.rglob("__init__.py")
+        # The README goes two levels down; architecture.md lists every module.
+        if len(path.parent.relative_to(PACKAGE).parts) <= 2
+    }
+    assert not named - packages, f"named but not packages: {sorted(named - packages)}"
+    assert not packages - named, f"packages the README does not name: {sorted(packages - named)}"
+
+
 # ---- references in the documents ----------------------------------------------------------
 
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])

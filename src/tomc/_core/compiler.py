@@ -21,7 +21,7 @@ from .records import CAPS, Record, candidate_records
 from .result import CompileResult, LedgerRow, SourceUnit
 from .selection import SourceRanking, rank_sources, source_ledger_rows
 from .sources import History, SourceTable, read_history
-from .task_routes import Route, route_task
+from .task_routes import TaskRoute, route_task
 from .tokens import LexicalCounter, TokenCounter, get_counter, row_costs
 
 __all__ = ["CAPS", "RECORD_SHARE", "STRATEGIES", "compile_memory"]
@@ -46,7 +46,7 @@ def _validate(task: object, strategy: object, budget: object) -> None:
         raise InvalidOptionError(f"budget_tokens must be >= 0, not {budget}")
 
 
-def _applied_strategy(strategy: str, input_tokens: int, budget: int, route: Route) -> str:
+def _applied_strategy(strategy: str, input_tokens: int, budget: int, route: TaskRoute) -> str:
     if strategy != "auto":
         return strategy
     if input_tokens <= budget:

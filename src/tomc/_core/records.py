@@ -15,7 +15,7 @@ from .mentions import TaskMentions
 from .operations import Copy, Program, Relation, Set
 from .relations import PathEntry, collect_edges, join_relations
 from .state import CHAIN_EDGE, Chain, replay_state
-from .task_routes import Route
+from .task_routes import TaskRoute
 
 __all__ = [
     "CAPS",
@@ -62,7 +62,7 @@ class Record:
 
 
 def _state_records(
-    ops: list[tuple[int, Set | Copy]], route: Route, strategy: str, mentions: TaskMentions
+    ops: list[tuple[int, Set | Copy]], route: TaskRoute, strategy: str, mentions: TaskMentions
 ) -> list[Record]:
     entries = replay_state(ops)
     named = set(mentions.variables([e.name for e in entries]))
@@ -85,7 +85,7 @@ def _state_records(
 
 def _relation_records(
     relations: list[tuple[int, Relation]],
-    route: Route,
+    route: TaskRoute,
     strategy: str,
     mentions: TaskMentions,
     uncapped: bool,
@@ -150,7 +150,9 @@ def _count_text(entry: CountEntry, lines: int) -> str:
     return text
 
 
-def _count_records(texts: Sequence[str], route: Route, uncapped: bool) -> tuple[list[Record], bool]:
+def _count_records(
+    texts: Sequence[str], route: TaskRoute, uncapped: bool
+) -> tuple[list[Record], bool]:
     """Rows for the terms the task names (even at 0), the lines holding all of them, and the
     most frequent words when the task asks for them (or names nothing to count)."""
     named = list(route.count_terms)
@@ -221,7 +223,7 @@ def _count_records(texts: Sequence[str], route: Route, uncapped: bool) -> tuple[
 def candidate_records(
     program: Program,
     texts: Sequence[str],
-    route: Route,
+    route: TaskRoute,
     strategy: str,
     task: str,
     uncapped: bool,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from .counting import names_quoted_terms, terms_named_in
 from .mentions import TaskMentions
 
-__all__ = ["Route", "route_task"]
+__all__ = ["TaskRoute", "route_task"]
 
 # The predicate runs to the end of its clause; labels are separated by ">" (or "->", "＞", "→").
 _PREDICATE = re.compile(r"relation\s*[:：]\s*([^\n;；?？!！。]+)", re.IGNORECASE)
@@ -123,7 +123,7 @@ _TOP_K = _english(
 
 
 @dataclass(frozen=True, slots=True)
-class Route:
+class TaskRoute:
     """A routing decision. ``labels`` is the requested relation label sequence, if any."""
 
     route: str
@@ -178,7 +178,7 @@ def requested_labels(task: str, known: Collection[str] = ()) -> tuple[str, ...]:
     return tuple(labels)
 
 
-def route_task(task: str, variables: Collection[str], labels: Collection[str]) -> Route:
+def route_task(task: str, variables: Collection[str], labels: Collection[str]) -> TaskRoute:
     """Pick the route for ``task`` given the variable names and relation labels in the history."""
     wording = _WORDING.find(task)
     predicate = requested_labels(task, labels)
@@ -186,10 +186,10 @@ def route_task(task: str, variables: Collection[str], labels: Collection[str]) -
     top_match = _TOP_K.search(task)
     top_k = next((int(n) for n in top_match.groups() if n), None) if top_match else None
 
-    def make(route: str, reason: str) -> Route:
+    def make(route: str, reason: str) -> TaskRoute:
         counting = route == "count"
         terms = terms_named_in(task) if counting else ()
-        return Route(
+        return TaskRoute(
             route,
             reason,
             wording is not None,

@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -41,15 +41,38 @@ __all__ = [
 ]
 
 DEFAULT_PORT = 8787
-#: Where each kind of request goes when nothing else is configured. ``chatgpt`` is the endpoint
-#: Codex itself uses when it is signed in with a ChatGPT account (its requests carry a
-#: ``ChatGPT-Account-ID`` header that the OpenAI API does not accept).
-DEFAULT_UPSTREAMS: Mapping[str, str] = {
-    "anthropic": "https://api.anthropic.com",
-    "openai": "https://api.openai.com/v1",
-    "chatgpt": "https://chatgpt.com/backend-api/codex",
-}
 SETTINGS_FILE = "settings.json"
+
+
+class _DefaultUpstreams(Mapping[str, str]):
+    """The registered wire formats' upstream kinds and default base URLs, read from the
+    dialect registry on each use, so that a format registered later counts too."""
+
+    @staticmethod
+    def _current() -> dict[str, str]:
+        # Imported here: leases, journal and login use this module without the chat package.
+        from ..chat.dialects import DIALECTS
+
+        found: dict[str, str] = {}
+        for dialect in DIALECTS.values():
+            for upstream in dialect.upstreams:
+                found.setdefault(upstream.kind, upstream.url)
+        return found
+
+    def __getitem__(self, kind: str) -> str:
+        return self._current()[kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+
+#: Where each kind of request goes when nothing else is configured: ``anthropic``, ``openai``,
+#: ``chatgpt`` (the endpoint Codex uses when signed in with a ChatGPT account), and those of any
+#: format registered since (see :mod:`tomc.chat.dialects`).
+DEFAULT_UPSTREAMS: Mapping[str, str] = _DefaultUpstreams()
 
 
 @dataclass(frozen=True)
@@ -94,7 +117,8 @@ class GatewaySettings:
 
     def upstream(self, kind: str) -> str:
         """The base URL for ``kind``, without a trailing slash."""
-        return self.upstreams.get(kind, DEFAULT_UPSTREAMS[kind]).rstrip("/")
+        url = self.upstreams.get(kind)
+        return (url if url is not None else DEFAULT_UPSTREAMS[kind]).rstrip("/")
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -19,7 +19,7 @@ from .._core.errors import UnsupportedClientError
 from ._decision import Decision
 from ._options import check_choice
 from ._plan import PreparedRequest
-from .dialects import DIALECTS, Dialect
+from .dialects import DIALECTS, Dialect, guess_dialects
 
 __all__ = ["acall", "call", "join_headers", "resolve", "with_headers"]
 
@@ -76,7 +76,7 @@ def resolve(
     if api is not None:
         check_choice("api", api, tuple(DIALECTS))
     name = api or default_api
-    candidates = [DIALECTS[name]] if name else _guess(client, options)
+    candidates = [DIALECTS[name]] if name else guess_dialects(options)
     for dialect in candidates:
         send = dialect.endpoint(client)
         if send is None:
@@ -94,19 +94,6 @@ def resolve(
         f"{type(client).__name__} has no method for {wanted}; pass a Chat Completions, "
         "Anthropic Messages or OpenAI Responses client (or name the format with api=...)"
     )
-
-
-def _guess(client: Any, options: Mapping[str, Any]) -> list[Dialect]:
-    """Dialects to try for a client: the request's own keys decide between formats."""
-    names = (
-        ("responses",)
-        if "input" in options and "messages" not in options
-        else (
-            "chat",
-            "messages",
-        )
-    )
-    return [DIALECTS[name] for name in names if name in DIALECTS]
 
 
 def join_headers(

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import fake_wire as wire
+from chat.dialects.gemini_like import registered
 from fake_wire import Reply, Usage
 from tomc._gateway.proxy.relay import UsageSniffer
 from tomc._gateway.proxy.usage import (
@@ -156,6 +157,64 @@ def test_errors_and_garbage_do_not_break_the_sniffer():
     sniffer = sniff("chat", garbage, streaming=True)
     assert (sniffer.found, sniffer.usage) == (None, None)
     assert sniff("chat", [b'{"usage": '], streaming=False).usage is None
+
+
+# ---------------------------------------------------------------------- chunk boundaries
+
+STREAMS = {
+    "messages": lambda: wire.anthropic_stream(
+        BODY, 1, Reply(usage=USAGE, input_transformations=DROPPED), binding_beta=True
+    ),
+    "responses": lambda: wire.responses_stream(BODY, 1, Reply(usage=USAGE)),
+    "chat": lambda: wire.chat_stream(
+        {**BODY, "stream_options": {"include_usage": True}}, 1, Reply(usage=USAGE)
+    ),
+}
+
+
+def fed(api: str, pieces: list[bytes]) -> tuple[int | None, ProviderUsage | None]:
+    sniffer = UsageSniffer(api)  # the format's own prompt reader by default
+    sniffer.streaming = True
+    for piece in pieces:
+        sniffer.feed(piece)
+    return sniffer.finish(), sniffer.usage
+
+
+@pytest.mark.parametrize("api", sorted(STREAMS))
+def test_a_stream_cut_anywhere_gives_the_same_figures(api):
+    events = STREAMS[api]()
+    whole = fed(api, events)
+    assert whole[0] == 10_000 and whole[1] is not None and whole[1].output_tokens == 77
+    data = b"".join(events)
+    for cut in range(1, len(data)):  # two chunks, split at every byte
+        assert fed(api, [data[:cut], data[cut:]]) == whole, cut
+    assert fed(api, [data[i : i + 1] for i in range(len(data))]) == whole
+
+
+def test_a_responses_stream_that_ends_incomplete_still_reports_its_usage():
+    events = wire.responses_stream(BODY, 1, Reply(usage=USAGE))
+    ended = [event.replace(b"response.completed", b"response.incomplete") for event in events]
+    assert b"".join(ended) != b"".join(events)
+    assert fed("responses", ended) == (10_000, ProviderUsage(OPENAI, 10_000, 9000, 100, 77, None))
+
+
+def test_a_registered_formats_stream_is_read_by_its_own_rules():
+    first = {"candidates": [{"index": 0}], "usageMetadata": {"promptTokenCount": 10_000}}
+    last = {
+        "candidates": [{"index": 0, "finishReason": "STOP"}],
+        "usageMetadata": {
+            "promptTokenCount": 10_000,
+            "cachedContentTokenCount": 9000,
+            "candidatesTokenCount": 77,
+        },
+    }
+    data = b"".join(f"data: {json.dumps(e)}\r\n\r\n".encode() for e in (first, last))
+    with registered():
+        whole = fed("gemini", [data])
+        assert whole == (10_000, ProviderUsage(OPENAI, 10_000, 9000, 0, 77, None))
+        for cut in range(1, len(data)):
+            assert fed("gemini", [data[:cut], data[cut:]]) == whole
+        assert billing_of("gemini") == OPENAI
 
 
 # ---------------------------------------------------------------------- billing

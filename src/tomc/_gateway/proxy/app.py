@@ -40,28 +40,25 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from ... import __version__
-from ...chat import AutomaticChatSession, Decision, SessionOptions
+from ...chat import AutomaticChatSession, Decision
 from ...chat.dialects import DIALECTS
 from ...web._app import LOOPBACK_HOSTS, HostCheck, inspector_routes
-from ..agents.limits import (
-    OWN_PREFIX,
-    TARGET_HEADER,
-    THINKING_HEADER,
-    agent_defaults,
-)
-from ..settings import (
-    SETTINGS_FILE,
-    GatewaySettings,
-    gateway_dir,
-    load_settings,
-)
+from ..agents.limits import OWN_PREFIX, TARGET_HEADER, THINKING_HEADER, agent_defaults
+from ..settings import SETTINGS_FILE, GatewaySettings, gateway_dir, load_settings
 from .access import StatusAccess
 from .ledger import LedgerEntry, UsageLedger, ledger_path
-from .options import RequestOptions
+from .options import SESSION_OPTIONS, RequestOptions, new_session
 from .origins import OriginCheck
 from .redact import install_redaction
 from .relay import UsageSniffer, client_gone, error_response, forward_headers, no_cookies, relay
-from .routing import API_PATHS, conversation_key, route_request
+from .routing import (
+    api_for_path,
+    compaction_api,
+    conversation_key,
+    request_view,
+    route_request,
+    wire_body,
+)
 from .sessions import ConversationRecord, MemorySessionStore, SessionStore
 from .status_page import render_status_page
 from .store import Checkout, Conversations, StoreURL, open_conversations, store_url
@@ -86,18 +83,6 @@ SERVICE_NAME = "tomc-gateway"
 #: Largest request body the gateway reads to rewrite (a bigger one is forwarded untouched).
 MAX_REWRITE_BYTES = 64 * 1024 * 1024
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-_COMPACT_PATHS = {"/v1/responses/compact": "responses"}
-#: Every conversation's session options. The target and the thinking prefix are applied per
-#: request (see ``Gateway._rewrite``), so that settings saved while the gateway runs reach
-#: running conversations too. An agent's recent steps may be shortened to the latest turn when
-#: its tool outputs are big: otherwise each request right after a build would rebuild (a cache
-#: miss each).
-SESSION_OPTIONS = SessionOptions(min_recent_messages=0)
-
-
-def new_session() -> AutomaticChatSession:
-    """A new conversation's session, with :data:`SESSION_OPTIONS`."""
-    return AutomaticChatSession(options=SESSION_OPTIONS)
 
 
 class Gateway:
@@ -229,7 +214,7 @@ class Gateway:
         prepared_body, add, checkout = body, {}, None
         api = route.api if request.method == "POST" else None
         if api is not None:
-            prepared_body, add, checkout = await self._rewrite(api, headers, body, options)
+            prepared_body, add, checkout = await self._rewrite(api, headers, body, options, path)
         else:
             self.passthrough_paths += 1
             self._count(passthrough_paths=1)
@@ -241,7 +226,7 @@ class Gateway:
         sniffer = None
         if api is not None:
             sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens)
-        compact_api = _COMPACT_PATHS.get(path) if request.method == "POST" else None
+        compact_api = compaction_api(path) if request.method == "POST" else None
         finished = False
 
         def done(prompt_tokens: int | None, status: int) -> None:
@@ -253,7 +238,7 @@ class Gateway:
             if checkout is not None:  # saved and released once the answer is out
                 self._spawn(checkout.finish())
             if compact_api is not None and status < 400:
-                self._spawn(self._note_compaction(compact_api, headers, body))
+                self._spawn(self._note_compaction(compact_api, headers, body, path))
             self._record_usage(api, conversation, decision, sniffer, status)
 
         response = await relay(
@@ -272,7 +257,12 @@ class Gateway:
         return response
 
     async def _rewrite(
-        self, api: str, headers: dict[str, str], body: bytes, options: RequestOptions | None = None
+        self,
+        api: str,
+        headers: dict[str, str],
+        body: bytes,
+        options: RequestOptions | None = None,
+        path: str = "",
     ) -> tuple[bytes, dict[str, str], Checkout | None]:
         """The body to send, headers to add, and the conversation checked out for it; the
         original body on any failure."""
@@ -292,8 +282,9 @@ class Gateway:
         options = options or RequestOptions()
         checkout = conversation = None
         try:
-            target, source = options.context_target(self.settings, api, headers, data)
-            checkout = await self.conversations.checkout(conversation_key(api, headers, data), api)
+            view = request_view(api, path, data)  # with the model, also when the URL names it
+            target, source = options.context_target(self.settings, api, headers, view)
+            checkout = await self.conversations.checkout(conversation_key(api, headers, view), api)
             conversation = checkout.conversation
             if conversation is None:
                 logger.info("forwarding a %s request unchanged: session store unavailable", api)
@@ -302,7 +293,7 @@ class Gateway:
             prepared = await anyio.to_thread.run_sync(
                 partial(
                     conversation.session.prepare_request,
-                    data,
+                    view,
                     api=api,
                     context_target=target,
                     thinking_prefix=options.thinking_prefix or self.settings.thinking_prefix,
@@ -331,9 +322,10 @@ class Gateway:
             decision.tokens_before,
             decision.tokens_after,
         )
-        if prepared.body is data:
+        if prepared.body is view:
             return body, {}, checkout
-        encoded = json.dumps(prepared.body, ensure_ascii=False, separators=(",", ":"))
+        sent = wire_body(data, view, prepared.body)
+        encoded = json.dumps(sent, ensure_ascii=False, separators=(",", ":"))
         return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), checkout
 
     def _record_usage(
@@ -366,12 +358,14 @@ class Gateway:
         except Exception as exc:  # only bookkeeping
             logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
 
-    async def _note_compaction(self, api: str, headers: dict[str, str], body: bytes) -> None:
+    async def _note_compaction(
+        self, api: str, headers: dict[str, str], body: bytes, path: str
+    ) -> None:
         """The agent compacted through its own endpoint: its session cools down as after a
         native compaction."""
         try:
-            data = json.loads(body)
-            checkout = await self.conversations.checkout(conversation_key(api, headers, data), api)
+            view = request_view(api, path, json.loads(body))
+            checkout = await self.conversations.checkout(conversation_key(api, headers, view), api)
         except Exception:  # only bookkeeping: never fail the request for it
             return
         if checkout.conversation is not None:
@@ -473,7 +467,7 @@ def create_gateway_app(
             return Response(status_code=499)
         except Exception as exc:  # the last line of defence: answer in the client's shape
             logger.error("gateway error on %s %s", request.method, request.url.path, exc_info=exc)
-            api = API_PATHS.get(request.url.path)
+            api = api_for_path(request.url.path)
             return error_response(
                 api, 502, f"TOMC gateway error ({type(exc).__name__})", "api_error"
             )

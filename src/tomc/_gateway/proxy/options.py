@@ -1,5 +1,9 @@
-"""What a request asks of TOMC through its own ``x-tomc-*`` headers (never forwarded), and the
-context target that follows for it."""
+"""What the gateway asks of every conversation's session, and what one request asks of TOMC.
+
+:data:`SESSION_OPTIONS` are the options every conversation's session starts from;
+:class:`RequestOptions` reads a request's ``x-tomc-*`` headers (what ``tomc run`` sends) and
+gives the context target that follows for it.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,26 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from ...chat import AutomaticChatSession, SessionOptions
 from ...chat._options import THINKING_PREFIX
 from ..agents.limits import TARGET_HEADER, THINKING_HEADER, request_limit
 from ..settings import TARGET_OFF, GatewaySettings, parse_context_target
 
-__all__ = ["RequestOptions"]
+__all__ = ["SESSION_OPTIONS", "RequestOptions", "new_session"]
 
 logger = logging.getLogger("tomc.gateway")
+
+#: Every conversation's session options. The target and the thinking prefix are applied per
+#: request (see ``Gateway._rewrite``), so that settings saved while the gateway runs reach
+#: running conversations too. An agent's recent steps may be shortened to the latest turn when
+#: its tool outputs are big: otherwise each request right after a build would rebuild (a cache
+#: miss each).
+SESSION_OPTIONS = SessionOptions(min_recent_messages=0)
+
+
+def new_session() -> AutomaticChatSession:
+    """A new conversation's session, with :data:`SESSION_OPTIONS`."""
+    return AutomaticChatSession(options=SESSION_OPTIONS)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..._core.errors import InvalidOptionError
 from ..settings import normalize_origin
 from .relay import error_response
-from .routing import API_PATHS
+from .routing import api_for_path
 
 __all__ = ["ALLOWED_METHODS", "OriginCheck"]
 
@@ -117,7 +117,7 @@ class OriginCheck:
                 "from origins allowed with `tomc gateway serve --allow-origin ORIGIN` or "
                 '"allow_origins" in its settings.json'
             )
-        api = API_PATHS.get(scope["path"])
+        api = api_for_path(scope["path"])
         response = error_response(api, 403, message, "permission_error")
         await response(scope, receive, send)
 

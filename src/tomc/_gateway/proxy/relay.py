@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from ...chat._client import join_headers
+from ...chat.dialects import DEFAULT_DIALECT, DIALECTS
 from .usage import ProviderUsage, StreamUsage, usage_from_json
 
 __all__ = [
@@ -90,29 +91,36 @@ def response_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]
 
 
 def error_response(api: str | None, status: int, message: str, kind: str) -> Response:
-    """An error the gateway itself raises, in the shape the client's SDK parses."""
-    if api == "messages":
-        body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
-    else:
-        body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
-    return JSONResponse(body, status_code=status)
+    """An error the gateway itself raises, in the shape the client's SDK parses: its format's
+    error body (the default format's for a path no format serves)."""
+    dialect = DIALECTS.get(api or DEFAULT_DIALECT) or DIALECTS[DEFAULT_DIALECT]
+    return JSONResponse(dialect.error_body(status, message, kind), status_code=status)
 
 
 class UsageSniffer:
     """Reads the prompt size a response reports while it is relayed, without holding it back.
 
-    Streams: Anthropic's ``message_start`` usage (input plus cache creation and reads), the
-    Responses ``response.completed`` usage, or a Chat Completions chunk's ``usage``. A JSON answer
-    is read whole (up to a limit) once it has been relayed. Compressed answers are not read.
+    Streams: the first event whose usage gives the prompt's size, as the format reads its
+    events (Anthropic's ``message_start``, the Responses ``response.completed``, a Chat
+    Completions chunk's ``usage``). A JSON answer is read whole (up to a limit) once it has been
+    relayed, with ``prompt_tokens`` (the format's own reader by default). Compressed answers are
+    not read.
 
     Beside that prompt size (what :meth:`finish` returns, for the session), :attr:`usage` is the
     full usage of the answer (:class:`~tomc._gateway.proxy.usage.ProviderUsage`: cache reads and
     writes, output, dropped thinking), read to the end of a stream, for the usage ledger.
     """
 
-    def __init__(self, api: str | None, prompt_tokens: Callable[[Any], int | None]) -> None:
+    def __init__(
+        self, api: str | None, prompt_tokens: Callable[[Any], int | None] | None = None
+    ) -> None:
         self.api = api
-        self._prompt_tokens = prompt_tokens
+        dialect = DIALECTS.get(api) if api is not None else None
+        if prompt_tokens is None and dialect is not None:
+            prompt_tokens = dialect.prompt_tokens
+        self._prompt_tokens = prompt_tokens or (lambda answer: None)
+        # Lines without these are no usage event: they are not parsed.
+        self._marks = dialect.usage_marks if dialect is not None else ()
         self._pending = b""
         self._json = bytearray()
         self._stream = StreamUsage(api)
@@ -137,7 +145,7 @@ class UsageSniffer:
         if len(self._pending) > _MAX_SNIFF_BYTES:
             self._pending = b""
         for line in lines:
-            if line.startswith(b"data:") and (b"usage" in line or b"input_transformations" in line):
+            if line.startswith(b"data:") and any(mark in line for mark in self._marks):
                 self._event(line[5:].strip())
 
     def _event(self, data: bytes) -> None:
@@ -148,14 +156,8 @@ class UsageSniffer:
         if not isinstance(event, dict):
             return
         self._stream.event(event)
-        if self.found is not None:
-            return
-        if event.get("type") == "message_start":
-            event = event.get("message") or {}
-        elif event.get("type") == "response.completed":
-            event = event.get("response") or {}
-        if isinstance(event, dict) and event.get("usage"):
-            self.found = self._prompt_tokens(event)
+        if self.found is None:
+            self.found = self._stream.prompt_tokens
 
     def finish(self) -> int | None:
         if self.found is None and not self.streaming and self._json:

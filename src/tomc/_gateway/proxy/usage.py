@@ -1,20 +1,15 @@
 """What a provider reports it used for one request, what that input was billed, and what the
 same request would have been billed had it gone direct.
 
-Three readers, one result (:class:`ProviderUsage`):
-
-- Anthropic Messages: ``usage`` (``input_tokens`` is only the uncached remainder, beside
-  ``cache_creation_input_tokens`` and ``cache_read_input_tokens``; ``output_tokens``) and
-  ``input_transformations``, the list of thinking blocks the API dropped (``thinking_dropped``
-  entries) or let through (``thinking_mismatch_allowed``), reported with the
-  ``thinking-binding-controls-2026-08-01`` beta. A stream reports both in ``message_start``;
-  the final ``message_delta`` carries the final ``usage`` figures and, only after a server-side
-  model fallback, an ``input_transformations`` list that replaces the first one.
-- OpenAI Responses: ``response.usage`` (``input_tokens`` is the whole prompt,
-  ``input_tokens_details.cached_tokens`` its cached part, ``output_tokens``), in a stream on
-  ``response.completed`` (or ``response.incomplete`` / ``response.failed``).
-- Chat Completions: ``usage.prompt_tokens`` with ``prompt_tokens_details.cached_tokens``; a
-  stream carries it on its last chunk when the client asked for it (``include_usage``).
+Each wire format reads its own usage (:meth:`~tomc.chat.dialects.Dialect.response_usage` for a
+whole answer, :meth:`~tomc.chat.dialects.Dialect.event_usage` for stream events) into neutral
+figures (:class:`~tomc.chat.dialects.WireUsage`); here they become one result
+(:class:`ProviderUsage`) with the format's billing family. Anthropic reports ``input_tokens`` as
+the uncached remainder beside its cache writes and reads, and the thinking blocks it dropped
+(``input_transformations``, with the ``thinking-binding-controls-2026-08-01`` beta); OpenAI
+reports the whole prompt with its cached part. A stream's figures accumulate event by event:
+later figures replace earlier ones (Anthropic's final ``message_delta``), until an event closes
+them.
 
 Figures are "billed-input token equivalents", not money: input tokens weighted by what the
 provider charges for them relative to an uncached input token (:func:`billed_input`).
@@ -28,6 +23,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ...chat.dialects import DIALECTS, WireUsage
 
 __all__ = [
     "ANTHROPIC",
@@ -43,6 +40,7 @@ __all__ = [
     "billed_input",
     "billing_of",
     "estimate_direct",
+    "provider_usage",
     "usage_from_json",
 ]
 
@@ -59,18 +57,11 @@ CACHE_TTL_S = 300.0
 OPENAI_CACHE_MIN = 1024
 OPENAI_CACHE_STEP = 128
 
-_BILLING = {"messages": ANTHROPIC, "responses": OPENAI, "chat": OPENAI}
-
 
 def billing_of(api: str) -> str:
-    """The billing family of a dialect (``messages``, ``responses``, ``chat``)."""
-    return _BILLING[api]
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
-    return value
+    """The billing family of a registered dialect (``messages``: Anthropic; ``responses``,
+    ``chat``: OpenAI)."""
+    return DIALECTS[api].billing
 
 
 @dataclass(frozen=True)
@@ -126,122 +117,61 @@ def billed_input(usage: ProviderUsage) -> float:
 # ---------------------------------------------------------------------- reading
 
 
-def _count_dropped(transformations: Any) -> int | None:
-    if not isinstance(transformations, list):
+def provider_usage(billing: str, figures: WireUsage | None) -> ProviderUsage | None:
+    """A format's figures as one result; ``None`` until they give the prompt's size."""
+    prompt = figures.prompt_tokens if figures is not None else None
+    if figures is None or prompt is None:
         return None
-    return sum(
-        1
-        for entry in transformations
-        if isinstance(entry, Mapping) and entry.get("type") == "thinking_dropped"
+    return ProviderUsage(
+        billing,
+        prompt,
+        cache_read_tokens=figures.cache_read_tokens or 0,
+        cache_write_tokens=figures.cache_write_tokens or 0,
+        output_tokens=figures.output_tokens,
+        thinking_dropped=figures.thinking_dropped,
     )
-
-
-def _details(usage: Mapping[str, Any], name: str, field: str) -> int:
-    details = usage.get(name)
-    value = _int(details.get(field)) if isinstance(details, Mapping) else None
-    return value or 0
-
-
-def _openai_usage(usage: Any, whole: str, details: str) -> ProviderUsage | None:
-    if not isinstance(usage, Mapping):
-        return None
-    prompt = _int(usage.get(whole))
-    if prompt is None:
-        return None
-    read = min(prompt, _details(usage, details, "cached_tokens"))
-    write = min(prompt - read, _details(usage, details, "cache_write_tokens"))
-    output = _int(usage.get("output_tokens" if whole == "input_tokens" else "completion_tokens"))
-    return ProviderUsage(OPENAI, prompt, read, write, output)
-
-
-class _AnthropicFigures:
-    """Anthropic's usage as it accumulates over a stream (later figures replace earlier)."""
-
-    _FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-
-    def __init__(self) -> None:
-        self.figures: dict[str, int] = {}
-        self.dropped: int | None = None
-
-    def update(self, usage: Any, transformations: Any = None) -> None:
-        if isinstance(usage, Mapping):
-            for name in (*self._FIELDS, "output_tokens"):
-                value = _int(usage.get(name))
-                if value is not None:
-                    self.figures[name] = value
-        dropped = _count_dropped(transformations)
-        if dropped is not None:
-            self.dropped = dropped
-
-    def result(self) -> ProviderUsage | None:
-        if "input_tokens" not in self.figures:
-            return None
-        uncached, write, read = (self.figures.get(name, 0) for name in self._FIELDS)
-        return ProviderUsage(
-            ANTHROPIC,
-            uncached + write + read,
-            cache_read_tokens=read,
-            cache_write_tokens=write,
-            output_tokens=self.figures.get("output_tokens"),
-            thinking_dropped=self.dropped,
-        )
 
 
 def usage_from_json(api: str, body: Any) -> ProviderUsage | None:
     """The usage of a whole (non-streamed) JSON answer in ``api``'s format, if it reports one."""
-    if not isinstance(body, Mapping):
+    dialect = DIALECTS.get(api)
+    if dialect is None or not isinstance(body, Mapping):
         return None
-    if api == "messages":
-        figures = _AnthropicFigures()
-        figures.update(body.get("usage"), body.get("input_transformations"))
-        return figures.result()
-    if api == "responses":
-        return _openai_usage(body.get("usage"), "input_tokens", "input_tokens_details")
-    if api == "chat":
-        return _openai_usage(body.get("usage"), "prompt_tokens", "prompt_tokens_details")
-    return None
+    return provider_usage(dialect.billing, dialect.response_usage(body))
 
 
 class StreamUsage:
     """Reads the usage of a stream from its events (parsed ``data:`` payloads), in order.
 
-    ``complete`` turns true once the event that closes the figures has been seen (Anthropic's
+    ``complete`` turns true once an event that closes the figures has been seen (Anthropic's
     ``message_delta`` with usage, Responses' ``response.completed``, a Chat chunk with usage).
     """
-
-    _RESPONSE_DONE = ("response.completed", "response.incomplete", "response.failed")
 
     def __init__(self, api: str | None) -> None:
         self.api = api
         self.complete = False
-        self._anthropic = _AnthropicFigures()
-        self._openai: ProviderUsage | None = None
+        self._dialect = DIALECTS.get(api) if api is not None else None
+        self._figures: WireUsage | None = None
+
+    @property
+    def prompt_tokens(self) -> int | None:
+        """The prompt's size, once an event has reported it."""
+        return self._figures.prompt_tokens if self._figures is not None else None
 
     def event(self, event: Any) -> None:
-        if not isinstance(event, Mapping):
+        if self._dialect is None or not isinstance(event, Mapping):
             return
-        kind = event.get("type")
-        if self.api == "messages":
-            if kind == "message_start" and isinstance(event.get("message"), Mapping):
-                message = event["message"]
-                self._anthropic.update(message.get("usage"), message.get("input_transformations"))
-            elif kind == "message_delta":
-                self._anthropic.update(event.get("usage"), event.get("input_transformations"))
-                self.complete = self.complete or isinstance(event.get("usage"), Mapping)
-        elif self.api == "responses":
-            if kind in self._RESPONSE_DONE and isinstance(event.get("response"), Mapping):
-                found = usage_from_json("responses", event["response"])
-                if found is not None:
-                    self._openai, self.complete = found, True
-        elif self.api == "chat" and event.get("usage"):
-            found = usage_from_json("chat", event)
-            if found is not None:
-                self._openai, self.complete = found, True
+        found = self._dialect.event_usage(event)
+        if found is None:
+            return
+        figures, closes = found
+        self._figures = figures if self._figures is None else self._figures.then(figures)
+        self.complete = self.complete or closes
 
     def result(self) -> ProviderUsage | None:
-        if self.api == "messages":
-            return self._anthropic.result()
-        return self._openai
+        if self._dialect is None:
+            return None
+        return provider_usage(self._dialect.billing, self._figures)
 
 
 # ---------------------------------------------------------------------- going direct

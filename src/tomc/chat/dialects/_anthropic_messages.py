@@ -20,6 +20,7 @@ asks for errors, such a request passes through (``thinking_bound``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -34,8 +35,16 @@ from .._conversation import (
 )
 from .._injected import split_parts
 from ._base import BaseDialect, PassThrough, as_mapping, canonical_digest
+from ._wire import Upstream, WireUsage, count, first_user_content
 
-__all__ = ["BINDING_BETA", "AnthropicMessages", "is_compaction_request"]
+__all__ = ["ANTHROPIC", "BINDING_BETA", "AnthropicMessages", "is_compaction_request"]
+
+#: Anthropic's API; its base URL has no ``/v1`` (the SDKs and Claude Code add it).
+ANTHROPIC = Upstream("anthropic", "https://api.anthropic.com")
+#: Headers only Anthropic's clients send: a request carrying them goes to Anthropic.
+_ANTHROPIC_HEADERS = ("anthropic-version", "x-api-key")
+#: The session id inside ``metadata.user_id`` before Claude Code v2.1.78.
+_LEGACY_SESSION = re.compile(r"_session_([0-9a-fA-F-]{8,})")
 
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
 _THINKING = frozenset({"thinking", "redacted_thinking"})
@@ -87,6 +96,50 @@ def _breakpoints(body: Mapping[str, Any]) -> list[tuple[tuple[int, int], Mapping
     return found
 
 
+def _claude_session(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+    """Claude Code's session: the ``x-claude-code-session-id`` header, else the session id in
+    ``metadata.user_id`` (a JSON string since v2.1.78, ``..._session_<uuid>`` before); a
+    subagent's ``x-claude-code-agent-id`` makes its own conversation."""
+    session = headers.get("x-claude-code-session-id")
+    if not session:
+        metadata = body.get("metadata")
+        user_id = metadata.get("user_id") if isinstance(metadata, Mapping) else None
+        if isinstance(user_id, str):
+            try:
+                decoded = json.loads(user_id)
+            except ValueError:
+                decoded = None
+            if isinstance(decoded, Mapping) and isinstance(decoded.get("session_id"), str):
+                session = decoded["session_id"]
+            elif match := _LEGACY_SESSION.search(user_id):
+                session = match[1]
+    if not session:
+        return None
+    agent = headers.get("x-claude-code-agent-id")
+    return f"claude:{session}" + (f":agent:{agent}" if agent else "")
+
+
+def _usage(usage: Any, transformations: Any) -> WireUsage:
+    """Anthropic's ``usage`` (``input_tokens`` is only the uncached part) and the number of
+    ``thinking_dropped`` entries of its ``input_transformations`` (with the binding beta)."""
+    dropped = None
+    if isinstance(transformations, list):
+        dropped = sum(
+            1
+            for entry in transformations
+            if isinstance(entry, Mapping) and entry.get("type") == "thinking_dropped"
+        )
+    if not isinstance(usage, Mapping):
+        return WireUsage(thinking_dropped=dropped)
+    return WireUsage(
+        uncached_tokens=count(usage.get("input_tokens")),
+        cache_read_tokens=count(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=count(usage.get("cache_creation_input_tokens")),
+        output_tokens=count(usage.get("output_tokens")),
+        thinking_dropped=dropped,
+    )
+
+
 def is_compaction_request(messages: Sequence[Any]) -> bool:
     """Whether this is Claude Code's summarisation request (it passes through untouched)."""
     if not messages:
@@ -116,6 +169,10 @@ class AnthropicMessages(BaseDialect):
     adjacent_results: ClassVar[bool] = True
     memory_roles: ClassVar[tuple[str, ...]] = ("user",)
     method_name: ClassVar[str] = "messages.create"
+    paths: ClassVar[tuple[str, ...]] = ("/v1/messages",)
+    upstreams: ClassVar[tuple[Upstream, ...]] = (ANTHROPIC,)
+    billing: ClassVar[str] = "anthropic"
+    usage_marks: ClassVar[tuple[bytes, ...]] = (b"usage", b"input_transformations")
 
     def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
         messages = self._list(request)
@@ -306,3 +363,37 @@ class AnthropicMessages(BaseDialect):
         # An OpenAI client has no top-level ``messages``; a thread-messages resource would take
         # other arguments, so require the Anthropic shape of the resource too.
         return create if callable(create) and hasattr(client, "messages") else None
+
+    # ------------------------------------------------------------------ wire facts
+
+    def owns(self, path: str, headers: Mapping[str, str]) -> bool:
+        # count_tokens, batches, and Anthropic's clients on shared paths (``/v1/models``).
+        return path.startswith("/v1/messages") or any(h in headers for h in _ANTHROPIC_HEADERS)
+
+    def conversation_hint(self, headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+        return _claude_session(headers, body)
+
+    def conversation_seed(self, body: Mapping[str, Any]) -> tuple[Any, ...]:
+        return body.get("system"), first_user_content(body.get("messages"))
+
+    def response_usage(self, body: Any) -> WireUsage | None:
+        if not isinstance(body, Mapping):
+            return None
+        return _usage(body.get("usage"), body.get("input_transformations"))
+
+    def event_usage(self, event: Mapping[str, Any]) -> tuple[WireUsage, bool] | None:
+        """``message_start`` reports the input (and the dropped thinking); the final
+        ``message_delta`` closes the figures, and after a server-side model fallback carries an
+        ``input_transformations`` list that replaces the first."""
+        kind = event.get("type")
+        if kind == "message_start" and isinstance(event.get("message"), Mapping):
+            message = event["message"]
+            return _usage(message.get("usage"), message.get("input_transformations")), False
+        if kind == "message_delta":
+            usage = event.get("usage")
+            found = _usage(usage, event.get("input_transformations"))
+            return found, isinstance(usage, Mapping)
+        return None
+
+    def error_body(self, status: int, message: str, kind: str) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": kind, "message": message}}

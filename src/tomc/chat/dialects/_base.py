@@ -5,6 +5,11 @@ gateway receives) into neutral :class:`~tomc.chat._conversation.Entry` items, bu
 item in its own format, splices a rewritten item list back into the request, reads the output
 reserve and the provider's usage, and finds the client method that sends it. The session policy
 exists once and works only on what a dialect gives it.
+
+For the gateway a dialect also states its wire facts: the paths it serves, where its model is,
+the conversation hints its clients send, the usage its answers report, its error shape, its
+compaction endpoint and its upstreams. A new format is one module implementing :class:`Dialect`
+(most of it inherited from :class:`BaseDialect`) and one registry line.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from .._conversation import Entry, pairing_problems
+from ._wire import Upstream, WireUsage
 
 __all__ = [
     "BaseDialect",
@@ -140,6 +146,55 @@ class Dialect(Protocol):
     def endpoint(self, client: Any) -> Callable[..., Any] | None:
         """The client's method that sends this format, or ``None`` when it has none."""
 
+    # ------------------------------------------------------------------ wire facts
+
+    #: The endpoints its requests go to; :meth:`upstream` picks one (the first by default).
+    upstreams: ClassVar[tuple[Upstream, ...]]
+    #: How its provider bills cached input: ``"anthropic"`` (cache writes and reads priced
+    #: apart) or ``"openai"`` (cache reads only).
+    billing: ClassVar[str]
+    #: Bytes a stream event's line must contain to be read for usage (the rest are skipped).
+    usage_marks: ClassVar[tuple[bytes, ...]]
+
+    def claims(self, request: Mapping[str, Any]) -> bool:
+        """Whether a body's own keys say it is in this format (``input`` -> Responses)."""
+
+    def serves(self, path: str) -> bool:
+        """Whether a ``POST`` to ``path`` carries a request in this format (one it may rewrite)."""
+
+    def owns(self, path: str, headers: Mapping[str, str]) -> bool:
+        """Whether a request on a path no format serves still goes to this format's provider
+        (``/v1/messages/count_tokens``, or Anthropic's headers); ``headers`` are lower-cased."""
+
+    def upstream(self, headers: Mapping[str, str]) -> Upstream:
+        """Which of :attr:`upstreams` a request with these (lower-cased) headers goes to."""
+
+    def model_of(self, path: str, body: Mapping[str, Any]) -> str | None:
+        """The model a request names: a body field, or a part of the URL path."""
+
+    def conversation_hint(self, headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+        """The conversation's name as its client sends it (a session header or body field),
+        prefixed by whose name it is (``claude:<session id>``), or ``None``."""
+
+    def conversation_seed(self, body: Mapping[str, Any]) -> tuple[Any, ...]:
+        """What stays the same for a whole conversation (its instructions and first user turn):
+        hashed into its key when the client names none."""
+
+    def response_usage(self, body: Any) -> WireUsage | None:
+        """The usage a whole (non-streamed) JSON answer reports."""
+
+    def event_usage(self, event: Mapping[str, Any]) -> tuple[WireUsage, bool] | None:
+        """The usage one parsed stream event reports (a later event's figures replace earlier
+        ones, figure by figure), and whether this event closes them; ``None`` when it has none."""
+
+    def error_body(self, status: int, message: str, kind: str) -> dict[str, Any]:
+        """An error the gateway answers itself, in the shape this format's SDKs parse; ``kind``
+        is the error type (``api_error``, ``timeout_error``)."""
+
+    def compacts(self, path: str) -> bool:
+        """Whether a ``POST`` to ``path`` is the agent compacting through the provider's own
+        endpoint (``/v1/responses/compact``): its conversation then cools down."""
+
 
 _USAGE_PARTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -168,12 +223,20 @@ def prompt_size(usage: Any) -> int | None:
 
 
 class BaseDialect:
-    """What the three dialects share: splicing by ``items_key``, the pairing check by
-    ``adjacent_results``, reading usage, no last rules."""
+    """What the dialects share: splicing by ``items_key``, the pairing check by
+    ``adjacent_results``, reading usage, no last rules; on the wire, the model in the body,
+    the exact ``paths`` it serves, the first of its ``upstreams``, no conversation hint, and
+    the ``compaction_paths`` of its provider's own compaction endpoint."""
 
     name: ClassVar[str]
     items_key: ClassVar[str]
     adjacent_results: ClassVar[bool]
+    upstreams: ClassVar[tuple[Upstream, ...]]
+    #: The paths a ``POST`` to which carries this format (see :meth:`serves`).
+    paths: ClassVar[tuple[str, ...]] = ()
+    #: Paths of the provider's own compaction endpoint (see :meth:`compacts`).
+    compaction_paths: ClassVar[tuple[str, ...]] = ()
+    usage_marks: ClassVar[tuple[bytes, ...]] = (b"usage",)
 
     def _mapping(self, item: Any, index: int, what: str) -> dict[str, Any]:
         data = as_mapping(item)
@@ -211,3 +274,25 @@ class BaseDialect:
     def prompt_tokens(self, response: Any) -> int | None:
         usage = response.get("usage") if isinstance(response, Mapping) else None
         return prompt_size(usage if usage is not None else getattr(response, "usage", None))
+
+    def claims(self, request: Mapping[str, Any]) -> bool:
+        return self.items_key in request
+
+    def serves(self, path: str) -> bool:
+        return path in self.paths
+
+    def owns(self, path: str, headers: Mapping[str, str]) -> bool:
+        return False
+
+    def upstream(self, headers: Mapping[str, str]) -> Upstream:
+        return self.upstreams[0]
+
+    def model_of(self, path: str, body: Mapping[str, Any]) -> str | None:
+        model = body.get("model")
+        return model if isinstance(model, str) else None
+
+    def conversation_hint(self, headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+        return None
+
+    def compacts(self, path: str) -> bool:
+        return path in self.compaction_paths

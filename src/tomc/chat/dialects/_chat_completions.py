@@ -14,6 +14,8 @@ from .._conversation import ASSISTANT, INSTRUCTION, TOOL, USER, Entry, ToolCall,
 from .._conversation import pairing_problems as _pairing
 from .._injected import split_parts
 from ._base import BaseDialect, PassThrough, canonical_digest, part_text, text_parts
+from ._openai_wire import OpenAIWire, openai_usage
+from ._wire import WireUsage, first_user_content
 
 __all__ = ["ChatCompletions", "check_tool_pairing"]
 
@@ -47,14 +49,16 @@ def _content(message: Mapping[str, Any]) -> tuple[str, str | None]:
     return "", f"content of type {type(content).__name__}"
 
 
-class ChatCompletions(BaseDialect):
-    """The Chat Completions dialect (``client.chat.completions.create``)."""
+class ChatCompletions(OpenAIWire, BaseDialect):
+    """The Chat Completions dialect (``client.chat.completions.create``,
+    ``POST /v1/chat/completions``)."""
 
     name: ClassVar[str] = "chat"
     items_key: ClassVar[str] = "messages"
     adjacent_results: ClassVar[bool] = True
     memory_roles: ClassVar[tuple[str, ...]] = ("user", "system", "developer", "assistant")
     method_name: ClassVar[str] = "chat.completions.create"
+    paths: ClassVar[tuple[str, ...]] = ("/v1/chat/completions",)
 
     def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
         return self._list(request)
@@ -140,6 +144,24 @@ class ChatCompletions(BaseDialect):
         completions = getattr(getattr(client, "chat", None), "completions", None)
         create = getattr(completions, "create", None)
         return create if callable(create) else None
+
+    def conversation_hint(self, headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+        key = body.get("prompt_cache_key") or body.get("user")
+        return f"chat:{key}" if isinstance(key, str) and key else None
+
+    def conversation_seed(self, body: Mapping[str, Any]) -> tuple[Any, ...]:
+        messages = body.get("messages") or []
+        system = [m for m in messages if isinstance(m, Mapping) and m.get("role") == "system"][:1]
+        return system, first_user_content(messages)
+
+    def response_usage(self, body: Any) -> WireUsage | None:
+        usage = body.get("usage") if isinstance(body, Mapping) else None
+        return openai_usage(usage, "prompt_tokens", "prompt_tokens_details", "completion_tokens")
+
+    def event_usage(self, event: Mapping[str, Any]) -> tuple[WireUsage, bool] | None:
+        # Only the last chunk carries usage, and only when the client asked (include_usage).
+        found = self.response_usage(event) if event.get("usage") else None
+        return (found, True) if found is not None else None
 
 
 def check_tool_pairing(messages: Sequence[Any], *, allow_pending_tail: bool = False) -> list[str]:

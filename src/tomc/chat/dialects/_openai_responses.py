@@ -31,6 +31,8 @@ from .._conversation import (
 )
 from .._injected import split_parts
 from ._base import BaseDialect, PassThrough, as_mapping, canonical_digest, part_text, text_parts
+from ._openai_wire import OpenAIWire, openai_usage
+from ._wire import WireUsage, first_user_content
 
 __all__ = ["CHECKPOINT_PROMPT", "OpenAIResponses", "is_checkpoint_request"]
 
@@ -40,6 +42,10 @@ _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_
 _COMPACTIONS = frozenset({"compaction", "compaction_summary"})
 #: How Codex's own compaction prompt begins (codex-rs/core/templates/compact/prompt.md).
 CHECKPOINT_PROMPT = "You are performing a CONTEXT CHECKPOINT COMPACTION"
+#: Stream events that end a response, each with its final ``usage``.
+_DONE_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+#: Headers Codex names its thread in when the body has no ``prompt_cache_key``.
+_SESSION_HEADERS = ("session-id", "session_id", "conversation_id")
 
 
 def _parts_text(content: Any) -> tuple[str, str | None]:
@@ -75,7 +81,7 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-class OpenAIResponses(BaseDialect):
+class OpenAIResponses(OpenAIWire, BaseDialect):
     """The OpenAI Responses dialect."""
 
     name: ClassVar[str] = "responses"
@@ -83,6 +89,12 @@ class OpenAIResponses(BaseDialect):
     adjacent_results: ClassVar[bool] = False
     memory_roles: ClassVar[tuple[str, ...]] = ("user", "developer", "system")
     method_name: ClassVar[str] = "responses.create"
+    paths: ClassVar[tuple[str, ...]] = ("/v1/responses",)
+    compaction_paths: ClassVar[tuple[str, ...]] = ("/v1/responses/compact",)
+
+    def claims(self, request: Mapping[str, Any]) -> bool:
+        # A body with both keys reads as the formats whose history is ``messages``.
+        return "input" in request and "messages" not in request
 
     def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
         for key in ("previous_response_id", "conversation"):
@@ -180,3 +192,25 @@ class OpenAIResponses(BaseDialect):
     def endpoint(self, client: Any) -> Callable[..., Any] | None:
         create = getattr(getattr(client, "responses", None), "create", None)
         return create if callable(create) else None
+
+    def conversation_hint(self, headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+        key = body.get("prompt_cache_key")
+        if isinstance(key, str) and key:
+            return f"responses:{key}"
+        for name in _SESSION_HEADERS:
+            if headers.get(name):
+                return f"responses:{headers[name]}"
+        return None
+
+    def conversation_seed(self, body: Mapping[str, Any]) -> tuple[Any, ...]:
+        return body.get("instructions"), first_user_content(body.get("input"))
+
+    def response_usage(self, body: Any) -> WireUsage | None:
+        usage = body.get("usage") if isinstance(body, Mapping) else None
+        return openai_usage(usage, "input_tokens", "input_tokens_details", "output_tokens")
+
+    def event_usage(self, event: Mapping[str, Any]) -> tuple[WireUsage, bool] | None:
+        if event.get("type") not in _DONE_EVENTS or not isinstance(event.get("response"), Mapping):
+            return None
+        found = self.response_usage(event["response"])
+        return (found, True) if found is not None else None

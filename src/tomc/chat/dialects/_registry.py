@@ -1,4 +1,4 @@
-"""The three dialects by name, and the one a request's body implies."""
+"""The dialects by name, the one a request body implies, and registering another."""
 
 from __future__ import annotations
 
@@ -11,19 +11,60 @@ from ._base import Dialect
 from ._chat_completions import ChatCompletions
 from ._openai_responses import OpenAIResponses
 
-__all__ = ["DIALECTS", "dialect_for"]
+__all__ = [
+    "DEFAULT_DIALECT",
+    "DIALECTS",
+    "dialect_for",
+    "guess_dialects",
+    "register_dialect",
+    "unregister_dialect",
+]
 
+#: Every known format by name, in the order a guess tries them.
 DIALECTS: dict[str, Dialect] = {
     "chat": ChatCompletions(),
     "messages": AnthropicMessages(),
     "responses": OpenAIResponses(),
 }
+_BUILT_IN = frozenset(DIALECTS)
+#: The format taken when nothing names one: a body no format claims, and in the gateway a path
+#: no format serves or owns (its upstream and error shape).
+DEFAULT_DIALECT = "chat"
+# A body no format claims is tried as these, in order (what most clients speak).
+_UNCLAIMED = (DEFAULT_DIALECT, "messages")
+
+
+def register_dialect(dialect: Dialect) -> Dialect:
+    """Add a format to :data:`DIALECTS` under its ``name`` (the session's ``api=`` and the
+    gateway's routing, usage and errors then know it); returns it."""
+    if not isinstance(getattr(dialect, "name", None), str) or not dialect.name:
+        raise InvalidOptionError(f"a dialect needs a name, not {getattr(dialect, 'name', None)!r}")
+    if dialect.name in DIALECTS:
+        raise InvalidOptionError(f"a dialect named {dialect.name!r} is already registered")
+    DIALECTS[dialect.name] = dialect
+    return dialect
+
+
+def unregister_dialect(name: str) -> None:
+    """Remove a format :func:`register_dialect` added (the built-in ones stay)."""
+    if name in _BUILT_IN or name not in DIALECTS:
+        raise InvalidOptionError(f"no registered dialect {name!r} can be removed")
+    del DIALECTS[name]
+
+
+def guess_dialects(request: Mapping[str, Any]) -> list[Dialect]:
+    """The formats a request body may be in, most likely first: those whose keys it carries
+    (``input`` -> Responses, ``messages`` -> Chat Completions or Anthropic), else
+    Chat Completions and Anthropic Messages."""
+    claimed = [dialect for dialect in DIALECTS.values() if dialect.claims(request)]
+    return claimed or [DIALECTS[name] for name in _UNCLAIMED]
 
 
 def dialect_for(api: str | None, request: Mapping[str, Any]) -> Dialect:
-    """The named dialect, or the one a request body's keys imply (``input`` -> Responses)."""
+    """The named dialect, or the first one a request body's keys imply (``input`` ->
+    Responses)."""
     if api is None:
-        api = "responses" if "input" in request and "messages" not in request else "chat"
+        return guess_dialects(request)[0]
     dialect = DIALECTS.get(api)
     if dialect is None:
         raise InvalidOptionError(
