@@ -94,7 +94,9 @@ def request_body(number: int, tokens: int) -> bytes:
     return json.dumps(body).encode()
 
 
-async def fire(base_url: str, bodies: list[bytes]) -> tuple[list[float], list[bytes], float]:
+async def fire(
+    base_url: str, bodies: list[bytes], extra_headers: dict[str, str] | None = None
+) -> tuple[list[float], list[bytes], float]:
     limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
     timeout = httpx2.Timeout(600.0)
     async with httpx2.AsyncClient(limits=limits, timeout=timeout, trust_env=False) as client:
@@ -103,6 +105,7 @@ async def fire(base_url: str, bodies: list[bytes]) -> tuple[list[float], list[by
             started = time.perf_counter()
             chunks = []
             headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+            headers.update(extra_headers or {})
             async with client.stream(
                 "POST", f"{base_url}/v1/chat/completions", content=body, headers=headers
             ) as response:

@@ -345,7 +345,23 @@ def agent_loop_section(quick: bool) -> list[str]:
         "`python -m benchmarks.gateway_load` (also part of this run):",
         "",
         *gateway_load.to_markdown(gateway_load.measure(50 if quick else 200)),
+        "",
+        "### A gateway for a team",
+        "",
+        "`python -m benchmarks.gateway_team` (also part of this run): the in-memory store "
+        "against Redis (Debian's redis-server on loopback), one process against three.",
+        "",
+        *_team_section(quick),
     ]
+
+
+def _team_section(quick: bool) -> list[str]:
+    from benchmarks import gateway_team
+
+    try:
+        return gateway_team.to_markdown(gateway_team.measure(50 if quick else 200))
+    except gateway_team.RedisMissing as exc:
+        return [f"Skipped: {exc}."]
 
 
 def _speed_table(rows: list[dict]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Shared test set-up: Hypothesis profiles.
+"""Shared test set-up: Hypothesis profiles; a real redis-server for the shared-store tests.
 
 The default profile keeps the property tests quick enough to run on every change; run
 ``HYPOTHESIS_PROFILE=thorough pytest`` for many more examples before a release.
@@ -7,8 +7,13 @@ The default profile keeps the property tests quick enough to run on every change
 from __future__ import annotations
 
 import os
+import uuid
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from redis_server import RedisServer, running_redis
 
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -17,3 +22,16 @@ settings.register_profile(
     "thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real redis-server for the session (see :mod:`redis_server`); tests keep apart by
+    key prefix (``redis_url``)."""
+    yield from running_redis(tmp_path_factory.mktemp("redis"))
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """A store URL on the session's redis-server with a key prefix of its own."""
+    return f"{redis_server.url}?prefix=test-{uuid.uuid4().hex[:12]}:"

@@ -3,17 +3,12 @@ gateway package (registered on the main command in :mod:`tomc._cli`)."""
 
 from __future__ import annotations
 
-import logging
-from dataclasses import replace
-
 import click
 
 # The command line's one error path, shared with tomc._cli.
 from .._reporting import reported as _reported
 
 __all__ = ["gateway_group", "restore_direct_command", "run_command"]
-
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 @click.group("gateway")
@@ -72,85 +67,121 @@ _THINKING_PREFIX = click.option(
 )
 
 
+_SERVE_OPTIONS = (
+    click.option(
+        "--allow-host",
+        "allow_hosts",
+        multiple=True,
+        metavar="NAME",
+        help="A host name clients reach the gateway by (repeatable; '*' for any); needed to "
+        "serve beyond loopback.",
+    ),
+    click.option(
+        "--session-store",
+        envvar="TOMC_SESSION_STORE",
+        default="memory",
+        show_default=True,
+        metavar="URL",
+        help="Where conversations live: memory (this process) or redis://host:6379/0 (Redis or "
+        "Valkey, shared by every gateway process; the 'team' extra).",
+    ),
+    click.option(
+        "--workers",
+        type=click.IntRange(1, 256),
+        default=1,
+        show_default=True,
+        help="Processes sharing the port (above 1 needs a shared --session-store).",
+    ),
+    click.option(
+        "--status-token",
+        envvar="TOMC_STATUS_TOKEN",
+        default=None,
+        metavar="TOKEN",
+        help="Token for the status page and inspector beyond loopback (default: a new one, "
+        "printed).",
+    ),
+    click.option("--allow-remote", is_flag=True, hidden=True),
+    click.option(
+        "--allow-origin",
+        "allow_origins",
+        multiple=True,
+        metavar="ORIGIN",
+        help="Let web pages of ORIGIN (https://app.example) call the gateway from a browser "
+        "(repeatable; default: the settings file's allow_origins, else none).",
+    ),
+)
+
+
+def _serve_options(command):  # type: ignore[no-untyped-def]
+    """``tomc gateway serve``'s options for serving beyond one local agent (a team: see
+    :mod:`.serving`; web pages: ``--allow-origin``)."""
+    for option in reversed(_SERVE_OPTIONS):
+        command = option(command)
+    return command
+
+
 @gateway_group.command("serve")
 @click.option(
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Interface to bind; anything but loopback needs --allow-remote.",
+    help="Interface to bind; anything but loopback needs --allow-host.",
 )
-@click.option("--allow-remote", is_flag=True, help="Allow binding an interface beyond loopback.")
 @click.option(
     "--port", "-p", type=click.IntRange(0, 65535), default=None, help="Default: saved, else 8787."
 )
+@_serve_options
 @_CONTEXT_TARGET
 @_THINKING_PREFIX
 @click.option(
     "--home", type=click.Path(), envvar="TOMC_HOME", default=None, help="TOMC home (settings)."
 )
-@click.option(
-    "--allow-origin",
-    "allow_origins",
-    multiple=True,
-    metavar="ORIGIN",
-    help="Let web pages of ORIGIN (https://app.example) call the gateway from a browser "
-    "(repeatable; default: the settings file's allow_origins, else none).",
-)
 @click.option("--verbose", "-v", is_flag=True, help="Log every request and decision.")
 def serve_command(
     host: str,
-    allow_remote: bool,
+    allow_hosts: tuple[str, ...],
     port: int | None,
+    session_store: str,
+    workers: int,
+    status_token: str | None,
     context_target: int | str | None,
     thinking_prefix: str | None,
     home: str | None,
     allow_origins: tuple[str, ...],
     verbose: bool,
+    allow_remote: bool,
 ) -> None:
-    """Serve the gateway in the foreground until Ctrl-C."""
-    from .._core.errors import TomcError
-    from .._home import default_home
-    from .proxy.app import create_gateway_app
-    from .proxy.server import gateway_server
-    from .settings import load_settings
+    """Serve the gateway in the foreground until Ctrl-C.
 
-    if host not in _LOOPBACK:
-        if not allow_remote:
-            raise click.ClickException(
-                f"refusing to serve on {host}: the gateway forwards credentials; pass "
-                "--allow-remote to expose it beyond this machine"
-            )
-        click.echo(f"warning: serving on {host}; anyone who can reach it can use it", err=True)
-    try:
-        settings = load_settings(home)
-        pinned: dict[str, object] = {}
-        if context_target is not None:
-            pinned["context_target"] = context_target
-        if thinking_prefix is not None:
-            pinned["thinking_prefix"] = thinking_prefix
-        if allow_origins:
-            pinned["allow_origins"] = allow_origins
-        settings = replace(settings, port=port or settings.port, **pinned)
-    except TomcError as exc:
-        raise click.ClickException(str(exc)) from None
-    logging.basicConfig(
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        level=logging.INFO if verbose else logging.WARNING,
+    For a team: several processes (--workers) or machines share conversations through
+    --session-store redis://...; a load balancer in front may send any request anywhere.
+    """
+    from .._core.errors import TomcError
+    from .proxy.access import new_status_token
+    from .serving import ServeOptions, serve
+
+    if allow_remote:
+        raise click.UsageError("--allow-remote is replaced by --allow-host NAME")
+    pinned: dict[str, object] = {}
+    if context_target is not None:
+        pinned["context_target"] = context_target
+    if thinking_prefix is not None:
+        pinned["thinking_prefix"] = thinking_prefix
+    if allow_origins:
+        pinned["allow_origins"] = allow_origins
+    options = ServeOptions(
+        host, port, home, pinned, allow_hosts, status_token, session_store, workers, verbose
     )
     try:
-        server = gateway_server(
-            create_gateway_app(
-                settings, home=home if home is not None else default_home(), pinned=pinned
-            ),
-            host,
-            0 if port == 0 else settings.port,
-            verbose=verbose,
-        )
+        options = options.checked(new_status_token)
+        options.settings()  # a bad settings file is named before anything binds
+        serve(options, lambda line: click.echo(line, err=True), show_token=not status_token)
+    except TomcError as exc:
+        raise click.ClickException(str(exc)) from None
     except OSError as exc:
         reason = exc.strerror or exc
-        raise click.ClickException(f"cannot serve on {host}:{settings.port}: {reason}") from None
-    click.echo(f"TOMC gateway on {server.url} (Ctrl-C to stop)", err=True)
-    server.run()
+        shown = options.port if options.port is not None else options.settings().port
+        raise click.ClickException(f"cannot serve on {host}:{shown}: {reason}") from None
 
 
 _CLIENT_CHOICE = click.Choice(["claude", "codex"])

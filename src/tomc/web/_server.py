@@ -4,13 +4,16 @@
 ``port=0`` has a known port), then :meth:`AppServer.run` serves in the foreground (what
 ``tomc serve`` does) or :meth:`AppServer.start` in a background thread (tests, embedding).
 Slow clients are cut (:mod:`tomc.web._deadlines`): request headers must arrive within
-``header_timeout_s``, and a body must not stop for ``body_timeout_s``.
+``header_timeout_s``, and a body must not stop for ``body_timeout_s``. :class:`WorkerServer`
+serves one socket from several processes (``tomc gateway serve --workers N``): uvicorn's
+supervisor starts them, restarts one that dies, and stops them all on Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import socket
 import threading
 import time
@@ -20,7 +23,9 @@ from types import TracebackType
 
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.importer import import_from_string
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+from uvicorn.supervisors import Multiprocess
 
 from .._core.compiler import compile_memory
 from .._service import CompileFunction
@@ -32,6 +37,8 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "AppServer",
+    "GuardedHTTPProtocol",
+    "WorkerServer",
     "allowed_hosts_for",
     "make_server",
     "serve",
@@ -113,6 +120,68 @@ class _DateIfMissing:
             await send(message)
 
         await self.app(scope, receive, dated)
+
+
+#: uvicorn's HTTP protocol with the default deadlines, named so that a worker process can import
+#: it (a class made at run time cannot be handed to another process).
+GuardedHTTPProtocol = guarded_protocol(AutoHTTPProtocol)
+_WORKER_FACTORY = "TOMC_WORKER_APP_FACTORY"
+
+
+def _worker_app() -> ASGIApp:
+    """In each worker process: the app of :class:`WorkerServer`'s factory, keeping its own
+    ``Date`` headers as ``AppServer(app_date=True)`` does."""
+    return _DateIfMissing(import_from_string(os.environ[_WORKER_FACTORY])())
+
+
+class WorkerServer:
+    """``workers`` processes serving one socket bound here, with the deadlines and the ``Date``
+    handling of ``AppServer(app_date=True)`` (the gateway's); each process builds its app by
+    calling ``factory``, an import string (``"package.module:function"``)."""
+
+    def __init__(
+        self,
+        factory: str,
+        host: str,
+        port: int,
+        workers: int,
+        *,
+        backlog: int = BACKLOG,
+        verbose: bool = False,
+        lifespan: str = "on",
+    ) -> None:
+        self.socket = _bind(host, port, backlog)
+        self.host = host
+        self.port = self.socket.getsockname()[1]
+        self._factory = factory
+        self._config = uvicorn.Config(
+            f"{__name__}:_worker_app",
+            factory=True,
+            workers=workers,
+            http=f"{__name__}:GuardedHTTPProtocol",
+            date_header=False,
+            loop="asyncio",
+            ws="none",
+            lifespan=lifespan,
+            backlog=backlog,
+            log_config=None,
+            log_level="info" if verbose else "warning",
+            access_log=verbose,
+            timeout_graceful_shutdown=2,
+            server_header=False,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://{_url_host(self.host)}:{self.port}/"
+
+    def run(self) -> None:
+        """Start the workers and supervise them until Ctrl-C or SIGTERM."""
+        os.environ[_WORKER_FACTORY] = self._factory  # the workers inherit it
+        try:
+            Multiprocess(self._config, sockets=[self.socket]).run()
+        finally:
+            self.socket.close()
 
 
 class AppServer:

@@ -9,18 +9,24 @@ reused); every other path (``/v1/messages/count_tokens``, ``/v1/responses/compac
 savings, and the usage ledger's traffic (:mod:`tomc._gateway.proxy.ledger`; never message text or
 credentials), and the inspector keeps its page and API.
 
+Conversations live in a session store (:mod:`tomc._gateway.proxy.store`): this process's
+memory, or a store shared by every gateway process. Beyond loopback the status page and the
+inspector want a token (:mod:`tomc._gateway.proxy.access`).
+
 Failing open is the rule: a body that is not JSON, a compressed body, or any error inside TOMC
 sends the original request bytes unchanged, and says why in the log.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -30,27 +36,16 @@ import httpx2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ... import __version__
 from ...chat import AutomaticChatSession, Decision
 from ...chat.dialects import DIALECTS
 from ...web._app import LOOPBACK_HOSTS, HostCheck, inspector_routes
-from ..agents.limits import (
-    OWN_PREFIX,
-    TARGET_HEADER,
-    THINKING_HEADER,
-    agent_defaults,
-    request_limit,
-)
-from ..settings import (
-    SETTINGS_FILE,
-    TARGET_OFF,
-    GatewaySettings,
-    gateway_dir,
-    load_settings,
-)
+from ..agents.limits import OWN_PREFIX, TARGET_HEADER, THINKING_HEADER, agent_defaults
+from ..settings import SETTINGS_FILE, GatewaySettings, gateway_dir, load_settings
+from .access import StatusAccess
 from .ledger import LedgerEntry, UsageLedger, ledger_path
 from .options import SESSION_OPTIONS, RequestOptions, new_session
 from .origins import OriginCheck
@@ -66,6 +61,8 @@ from .routing import (
 )
 from .sessions import ConversationRecord, MemorySessionStore, SessionStore
 from .status_page import render_status_page
+from .store import Checkout, Conversations, StoreURL, open_conversations, store_url
+from .store.memory import LocalConversations
 
 __all__ = [
     "MAX_REWRITE_BYTES",
@@ -89,13 +86,19 @@ _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
 class Gateway:
-    """The proxy's state: settings, the upstream HTTP client and the conversation store."""
+    """The proxy's state: settings, the upstream HTTP client and the conversation store.
+
+    ``session_store`` is a ``--session-store`` URL (default: this process's memory, where
+    ``store`` may be given); ``conversations`` replaces the store altogether.
+    """
 
     def __init__(
         self,
         settings: GatewaySettings,
         *,
         store: SessionStore | None = None,
+        session_store: str | StoreURL | None = None,
+        conversations: Conversations | None = None,
         session_factory: Callable[[], AutomaticChatSession] | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
         timeout: httpx2.Timeout | None = None,
@@ -114,10 +117,17 @@ class Gateway:
         self._settings_file = gateway_dir(home) / SETTINGS_FILE if home is not None else None
         self._settings_stamp = self._stamp()
         self._checked_at = 0.0
-        # A store has a length, so an empty one is false: compare with None.
-        self.store = (
-            store if store is not None else MemorySessionStore(session_factory or new_session)
-        )
+        factory = session_factory or new_session
+        url = session_store if isinstance(session_store, StoreURL) else store_url(session_store)
+        #: This process's sessions (``None`` with a shared store).
+        self.store: SessionStore | None = None
+        if conversations is None and url.scheme == "memory":
+            # A store has a length, so an empty one is false: compare with None.
+            self.store = store if store is not None else MemorySessionStore(factory)
+            conversations = LocalConversations(self.store, url)
+        self.conversations = conversations or open_conversations(url, factory)
+        # Store bookkeeping that runs after a request's answer (saving, counting).
+        self._tasks: set[asyncio.Task[None]] = set()
         self._transport = transport
         self._timeout = timeout or httpx2.Timeout(connect=30.0, read=600.0, write=120.0, pool=30.0)
         self.client: httpx2.AsyncClient | None = None
@@ -141,7 +151,21 @@ class Gateway:
                 yield
             finally:
                 self.client = None
+                if self._tasks:  # conversations still being saved
+                    await asyncio.wait(self._tasks, timeout=10)
+                await self.conversations.close()
                 await anyio.to_thread.run_sync(self.ledger.close)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run store bookkeeping after the answer, without holding the request back."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _count(self, **figures: int) -> None:
+        """Figures outside a conversation: summed in a shared store, kept here otherwise."""
+        if self.conversations.shared:
+            self._spawn(self.conversations.count(Counter(figures)))
 
     # ---------------------------------------------------------------- settings
 
@@ -187,30 +211,37 @@ class Gateway:
         }
         route = route_request(path, request.url.query, headers, self.settings)
         body = await request.body()
-        prepared_body, add, conversation = body, {}, None
+        prepared_body, add, checkout = body, {}, None
         api = route.api if request.method == "POST" else None
         if api is not None:
-            prepared_body, add, conversation = await self._rewrite(
-                api, headers, body, options, path
-            )
+            prepared_body, add, checkout = await self._rewrite(api, headers, body, options, path)
         else:
             self.passthrough_paths += 1
+            self._count(passthrough_paths=1)
+        conversation = checkout.conversation if checkout is not None else None
+        if api is not None and conversation is None:
+            self._count(unprepared=1)
         # Read now: _rewrite recorded it and nothing ran since (no await in between).
         decision = conversation.last_decision if conversation is not None else None
         sniffer = None
         if api is not None:
             sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens)
         compact_api = compaction_api(path) if request.method == "POST" else None
+        finished = False
 
         def done(prompt_tokens: int | None, status: int) -> None:
+            nonlocal finished
+            finished = True
             if conversation is not None and prompt_tokens is not None and status < 400:
                 conversation.session.observe_usage(prompt_tokens)
-                self._save(conversation)
+                checkout.changed()
+            if checkout is not None:  # saved and released once the answer is out
+                self._spawn(checkout.finish())
             if compact_api is not None and status < 400:
-                self._note_compaction(compact_api, headers, body, path)
+                self._spawn(self._note_compaction(compact_api, headers, body, path))
             self._record_usage(api, conversation, decision, sniffer, status)
 
-        return await relay(
+        response = await relay(
             self.client,
             method=request.method,
             url=route.url,
@@ -221,26 +252,9 @@ class Gateway:
             on_done=done,
             disconnected=partial(client_gone, request.receive),
         )
-
-    def context_target(
-        self, api: str, headers: dict[str, str], data: dict[str, Any], options: RequestOptions
-    ) -> tuple[int | None, str]:
-        """The target for one request and where it comes from. Precedence: an explicit
-        per-run option (header) > the settings file > the agent's default (sent by ``tomc run``
-        from the agent's own configuration, else derived from the request)."""
-        if options.target is not None:
-            return (None if options.target == TARGET_OFF else options.target), "tomc run option"
-        setting = self.settings.context_target
-        if setting == TARGET_OFF:
-            return None, "settings: off"
-        if isinstance(setting, int):
-            return setting, "settings"
-        if isinstance(options.agent_target, int):
-            return options.agent_target, "agent configuration (tomc run)"
-        limit = request_limit(api, headers, data)
-        if limit is None or limit.target is None:
-            return None, "no default (unknown model)"
-        return limit.target, f"{limit.agent} default ({limit.source})"
+        if checkout is not None and not finished and not isinstance(response, StreamingResponse):
+            self._spawn(checkout.finish())  # the upstream was not reached: hand it back now
+        return response
 
     async def _rewrite(
         self,
@@ -249,8 +263,9 @@ class Gateway:
         body: bytes,
         options: RequestOptions | None = None,
         path: str = "",
-    ) -> tuple[bytes, dict[str, str], ConversationRecord | None]:
-        """The body to send, headers to add, and the conversation; the original on any failure."""
+    ) -> tuple[bytes, dict[str, str], Checkout | None]:
+        """The body to send, headers to add, and the conversation checked out for it; the
+        original body on any failure."""
         if headers.get("content-encoding", "identity") != "identity":
             logger.info("forwarding a %s request unchanged: its body is compressed", api)
             return body, {}, None
@@ -265,11 +280,15 @@ class Gateway:
         if not isinstance(data, dict):
             return body, {}, None
         options = options or RequestOptions()
-        conversation = None
+        checkout = conversation = None
         try:
             view = request_view(api, path, data)  # with the model, also when the URL names it
-            target, source = self.context_target(api, headers, view, options)
-            conversation = self.store.get(conversation_key(api, headers, view), api)
+            target, source = options.context_target(self.settings, api, headers, view)
+            checkout = await self.conversations.checkout(conversation_key(api, headers, view), api)
+            conversation = checkout.conversation
+            if conversation is None:
+                logger.info("forwarding a %s request unchanged: session store unavailable", api)
+                return body, {}, checkout
             conversation.target_source = source
             prepared = await anyio.to_thread.run_sync(
                 partial(
@@ -290,11 +309,11 @@ class Gateway:
             )
             if conversation is not None:
                 conversation.record(None, time.monotonic())
-                self._save(conversation)
-            return body, {}, None
+                checkout.changed()
+            return body, {}, checkout
         decision = prepared.decision
         conversation.record(decision, time.monotonic())
-        self._save(conversation)
+        checkout.changed()
         logger.info(
             "%s %s: %s (%s -> %s tokens)",
             api,
@@ -304,10 +323,10 @@ class Gateway:
             decision.tokens_after,
         )
         if prepared.body is view:
-            return body, {}, conversation
+            return body, {}, checkout
         sent = wire_body(data, view, prepared.body)
         encoded = json.dumps(sent, ensure_ascii=False, separators=(",", ":"))
-        return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), conversation
+        return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), checkout
 
     def _record_usage(
         self,
@@ -339,31 +358,41 @@ class Gateway:
         except Exception as exc:  # only bookkeeping
             logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
 
-    def _note_compaction(self, api: str, headers: dict[str, str], body: bytes, path: str) -> None:
+    async def _note_compaction(
+        self, api: str, headers: dict[str, str], body: bytes, path: str
+    ) -> None:
         """The agent compacted through its own endpoint: its session cools down as after a
         native compaction."""
         try:
             view = request_view(api, path, json.loads(body))
-            conversation = self.store.get(conversation_key(api, headers, view), api)
+            checkout = await self.conversations.checkout(conversation_key(api, headers, view), api)
         except Exception:  # only bookkeeping: never fail the request for it
             return
-        conversation.session.note_compaction(f"{api} compact endpoint")
-        self._save(conversation)
-
-    def _save(self, conversation: ConversationRecord) -> None:
-        """Hand a changed conversation back to the store (never fails the request)."""
-        try:
-            self.store.save(conversation)
-        except Exception as exc:  # the request goes on; the next one starts from what was kept
-            logger.warning("conversation not saved (%s: %s)", type(exc).__name__, exc)
+        if checkout.conversation is not None:
+            checkout.conversation.session.note_compaction(f"{api} compact endpoint")
+            checkout.changed()
+        await checkout.finish()
 
     # ---------------------------------------------------------------- status
 
-    def status(self, *, traffic_limit: int = 20) -> dict[str, Any]:
+    async def live_status(self) -> dict[str, Any]:
+        """The live figures of :meth:`status`, read from the session store."""
+        return await self.conversations.status()
+
+    def status(
+        self, *, traffic_limit: int = 20, live: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Live figures, and ``traffic``: the ledger's totals, latest conversations and chart
-        series (kept across restarts). Waits briefly for finished requests to be stored."""
+        series (kept across restarts). Waits briefly for finished requests to be stored.
+
+        ``live`` comes from :meth:`live_status`; without it (callable from any thread) only
+        an in-process store can be read."""
         now = time.monotonic()
-        conversations = [c.to_dict(now) for c in self.store.conversations()]
+        if live is None:
+            if not isinstance(self.conversations, LocalConversations):
+                raise TypeError("a shared store's status is read with live_status() first")
+            live = self.conversations.snapshot()
+        live = {"requests": self.requests, "passthrough_paths": self.passthrough_paths, **live}
         try:
             self.ledger.flush(1.0)
             traffic: dict[str, Any] | None = self.ledger.traffic(limit=traffic_limit)
@@ -383,16 +412,14 @@ class Gateway:
                 else self.settings.context_target
             ),
             "agent_defaults": agent_defaults(),
-            "requests": self.requests,
-            "passthrough_paths": self.passthrough_paths,
-            "tokens_saved": sum(c["tokens_saved"] for c in conversations),
-            "conversations": conversations,
+            **live,
+            "this_process": {
+                "pid": os.getpid(),
+                "requests": self.requests,
+                "passthrough_paths": self.passthrough_paths,
+            },
             "traffic": traffic,
         }
-
-
-def _status_page(status: dict[str, Any]) -> str:
-    return render_status_page(status)
 
 
 def create_gateway_app(
@@ -401,15 +428,25 @@ def create_gateway_app(
     gateway: Gateway | None = None,
     home: str | os.PathLike[str] | None = None,
     pinned: Mapping[str, Any] | None = None,
+    session_store: str | StoreURL | None = None,
+    allowed_hosts: Collection[str] | None = LOOPBACK_HOSTS,
+    status_token: str | None = None,
 ) -> Starlette:
     """The gateway application (see the module docstring). With ``home``, settings saved there
     later are picked up while it runs, except the ``pinned`` ones (command-line options).
+
+    ``session_store`` is a ``--session-store`` URL; ``allowed_hosts`` the Host names it answers
+    (``None``: any); ``status_token`` guards the status page and the inspector.
 
     Log records of the gateway and the libraries under it are redacted from here on
     (:func:`~tomc._gateway.proxy.redact.install_redaction`)."""
     install_redaction()
     settings = settings or GatewaySettings()
-    gateway = gateway or Gateway(settings, home=home, pinned=pinned)
+    gateway = gateway or Gateway(settings, home=home, pinned=pinned, session_store=session_store)
+
+    async def status() -> dict[str, Any]:
+        live = await gateway.live_status()
+        return await anyio.to_thread.run_sync(partial(gateway.status, live=live))
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse(
@@ -417,10 +454,10 @@ def create_gateway_app(
         )
 
     async def status_json(request: Request) -> JSONResponse:
-        return JSONResponse(await anyio.to_thread.run_sync(gateway.status))
+        return JSONResponse(await status())
 
     async def status_page(request: Request) -> HTMLResponse:
-        return HTMLResponse(_status_page(await anyio.to_thread.run_sync(gateway.status)))
+        return HTMLResponse(render_status_page(await status()))
 
     async def proxy(request: Request) -> Response:
         try:
@@ -448,8 +485,9 @@ def create_gateway_app(
             Route("/{path:path}", proxy, methods=_METHODS),
         ],
         middleware=[
-            Middleware(HostCheck, allowed=LOOPBACK_HOSTS),
+            Middleware(HostCheck, allowed=allowed_hosts),
             Middleware(OriginCheck, allowed=allowed_origins),
+            Middleware(StatusAccess, token=status_token),
         ],
         lifespan=gateway.lifespan,
     )

@@ -1,18 +1,20 @@
 """What the gateway asks of every conversation's session, and what one request asks of TOMC.
 
 :data:`SESSION_OPTIONS` are the options every conversation's session starts from;
-:class:`RequestOptions` reads a request's ``x-tomc-*`` headers (what ``tomc run`` sends).
+:class:`RequestOptions` reads a request's ``x-tomc-*`` headers (what ``tomc run`` sends) and
+gives the context target that follows for it.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from ...chat import AutomaticChatSession, SessionOptions
 from ...chat._options import THINKING_PREFIX
-from ..agents.limits import TARGET_HEADER, THINKING_HEADER
-from ..settings import parse_context_target
+from ..agents.limits import TARGET_HEADER, THINKING_HEADER, request_limit
+from ..settings import TARGET_OFF, GatewaySettings, parse_context_target
 
 __all__ = ["SESSION_OPTIONS", "RequestOptions", "new_session"]
 
@@ -67,3 +69,23 @@ class RequestOptions:
         elif raw:
             logger.warning("ignoring %s: %r", THINKING_HEADER, raw)
         return cls(target, agent_target, thinking)
+
+    def context_target(
+        self, settings: GatewaySettings, api: str, headers: dict[str, str], data: dict[str, Any]
+    ) -> tuple[int | None, str]:
+        """The target for one request and where it comes from. Precedence: an explicit
+        per-run option (header) > the settings file > the agent's default (sent by ``tomc run``
+        from the agent's own configuration, else derived from the request)."""
+        if self.target is not None:
+            return (None if self.target == TARGET_OFF else self.target), "tomc run option"
+        setting = settings.context_target
+        if setting == TARGET_OFF:
+            return None, "settings: off"
+        if isinstance(setting, int):
+            return setting, "settings"
+        if isinstance(self.agent_target, int):
+            return self.agent_target, "agent configuration (tomc run)"
+        limit = request_limit(api, headers, data)
+        if limit is None or limit.target is None:
+            return None, "no default (unknown model)"
+        return limit.target, f"{limit.agent} default ({limit.source})"

@@ -1,0 +1,161 @@
+"""``tomc gateway serve``: what it may serve, and one process or ``--workers N`` sharing a socket.
+
+The rules checked before anything binds:
+
+- beyond loopback, the Host names clients use must be listed (``--allow-host NAME``, ``*`` for
+  any): the gateway forwards credentials, and a Host check is what stops a web page from
+  reaching it through DNS rebinding; the status page and the inspector then want a token
+  (``--status-token``, else one is made and printed);
+- ``--workers`` above 1 needs a shared ``--session-store``: with ``memory`` each process would
+  hold its own conversations, and a conversation whose requests land on different processes
+  would be rebuilt over and over.
+
+Each worker builds its app from :data:`OPTIONS_ENV` (the options as JSON, set by the parent).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from starlette.applications import Starlette
+
+from .._core.errors import InvalidOptionError
+from ..web._server import _is_loopback, allowed_hosts_for
+from .settings import GatewaySettings, load_settings
+
+__all__ = ["OPTIONS_ENV", "ServeOptions", "serve", "worker_app"]
+
+#: How the parent hands its options to the workers it starts.
+OPTIONS_ENV = "TOMC_GATEWAY_SERVE_OPTIONS"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Everything ``tomc gateway serve`` was told (``pinned``: settings given as options)."""
+
+    host: str = "127.0.0.1"
+    port: int | None = None
+    home: str | None = None
+    pinned: Mapping[str, Any] = field(default_factory=dict)
+    allow_hosts: tuple[str, ...] = ()
+    status_token: str | None = None
+    session_store: str = "memory"
+    workers: int = 1
+    verbose: bool = False
+
+    @property
+    def loopback(self) -> bool:
+        return _is_loopback(self.host)
+
+    def checked(self, new_token: Callable[[], str]) -> ServeOptions:
+        """These options after the rules of the module docstring, with a status token made
+        by ``new_token`` when one is needed and none was given; a clear error otherwise."""
+        from .proxy.store import store_url
+
+        names = tuple(n.strip() for n in self.allow_hosts if n.strip())
+        if not self.loopback and not names:
+            raise InvalidOptionError(
+                f"refusing to serve on {self.host}: the gateway forwards credentials; name the "
+                "host names its clients use with --allow-host NAME (repeatable, '*' for any)"
+            )
+        url = store_url(self.session_store)
+        if url.scheme != "memory":  # names a missing client library now, not in each worker
+            from ..chat import AutomaticChatSession
+            from .proxy.store import open_conversations
+
+            open_conversations(url, AutomaticChatSession)
+        if self.workers < 1:
+            raise InvalidOptionError(f"--workers must be >= 1, not {self.workers}")
+        if self.workers > 1 and url.scheme == "memory":
+            raise InvalidOptionError(
+                f"--workers {self.workers} needs a shared --session-store such as "
+                "redis://host:6379/0: in memory each process would keep its own conversations, "
+                "and one conversation's requests landing on different processes would rebuild"
+            )
+        token = self.status_token or (None if self.loopback else new_token())
+        return replace(self, allow_hosts=names, status_token=token, session_store=url.text)
+
+    def settings(self, port: int | None = None) -> GatewaySettings:
+        """The saved settings with the options that override them (``port``: the bound one)."""
+        settings = load_settings(self.home)
+        return replace(settings, port=port or self.port or settings.port, **self.pinned)
+
+    def app(self, port: int) -> Starlette:
+        """The gateway app these options describe, for a server bound on ``port``."""
+        from .._home import default_home
+        from .proxy.app import create_gateway_app
+
+        home = self.home if self.home is not None else default_home()
+        return create_gateway_app(
+            self.settings(port),
+            home=home,
+            pinned=self.pinned,
+            session_store=self.session_store,
+            allowed_hosts=allowed_hosts_for(self.host, self.allow_hosts),
+            status_token=self.status_token,
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeOptions:
+        data = json.loads(text)
+        data["allow_hosts"] = tuple(data["allow_hosts"])
+        return cls(**data)
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        format="%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s",
+        level=logging.INFO if verbose else logging.WARNING,
+    )
+
+
+def worker_app() -> Starlette:
+    """The app of one worker process (uvicorn calls this in each; see :data:`OPTIONS_ENV`)."""
+    options = ServeOptions.from_json(os.environ[OPTIONS_ENV])
+    _configure_logging(options.verbose)
+    assert options.port is not None, "the parent binds the port before starting workers"
+    return options.app(options.port)
+
+
+def serve(options: ServeOptions, say: Callable[[str], None], *, show_token: bool) -> None:
+    """Serve until Ctrl-C (``options`` already :meth:`~ServeOptions.checked`; ``show_token``:
+    print the status token, one that was made for this run). Binding errors are ``OSError``."""
+    from ..web._server import AppServer, WorkerServer
+    from .proxy.server import gateway_server
+
+    _configure_logging(options.verbose)
+    port = options.settings().port if options.port is None else options.port
+    if options.workers == 1:
+        server: AppServer | WorkerServer = gateway_server(
+            options.app(port), options.host, port, verbose=options.verbose
+        )
+    else:
+        server = WorkerServer(
+            f"{__name__}:worker_app",
+            options.host,
+            port,
+            options.workers,
+            verbose=options.verbose,
+        )
+        os.environ[OPTIONS_ENV] = replace(options, port=server.port).to_json()
+    store = options.session_store
+    workers = f"{options.workers} workers, " if options.workers > 1 else ""
+    say(f"TOMC gateway on {server.url} ({workers}session store {_shown(store)}; Ctrl-C to stop)")
+    if options.status_token is not None:
+        shown = options.status_token if show_token else "<your --status-token>"
+        say(f"status page and inspector: {server.url}status?token={shown}")
+    server.run()
+
+
+def _shown(store: str) -> str:
+    from .proxy.store import store_url
+
+    return store_url(store).shown
