@@ -226,3 +226,33 @@ def test_an_unreadable_saved_state_starts_the_conversation_over(redis_url, caplo
 
     run(work, redis_url)
     assert "saved state not loaded (SessionStateError" in caplog.text
+
+
+def test_the_lease_is_kept_while_a_slow_snapshot_is_saved(redis_url):
+    """A snapshot slower than the lease (a big memory on a busy machine): the lease is renewed
+    until the save, so another process waits for the new state instead of preparing the next
+    request from the previous one."""
+    url = redis_url + "&lease_s=0.6&wait_s=5"
+
+    def slow_snapshot(session: AutomaticChatSession) -> bytes:
+        time.sleep(1.5)
+        return snapshot_state(session)
+
+    async def work(_: RedisStateStore) -> None:
+        one = SharedConversations(
+            RedisStateStore(store_url(url)), AutomaticChatSession, slow_snapshot, restore_state
+        )
+        two = SharedConversations(RedisStateStore(store_url(url)), AutomaticChatSession, *_codec())
+        first = await one.checkout("k", "chat")
+        _set_rebuilds(first.conversation.session, 3)
+        saving = asyncio.ensure_future(first.finish())
+        await asyncio.sleep(0.1)  # the snapshot has started; the lease would lapse at 0.6 s
+        second = await two.checkout("k", "chat")  # waits for the lease, then loads version 1
+        await saving
+        assert second.conversation.session.rebuilds == 3
+        await second.finish()
+        assert (await two.store.load("k")).version == 2
+        await one.close()
+        await two.close()
+
+    run(work, url)

@@ -161,7 +161,22 @@ def _saved_state(redis_url: str, key: str) -> tuple[int, ConversationState]:
     client = redis.Redis.from_url(base)
     version, data = client.hmget(f"{prefix}state:{key}", "v", "d")
     client.close()
+    if version is None:  # nothing saved yet
+        return 0, ConversationState()
     return int(version), ConversationState.from_json(data.decode())
+
+
+def _state_at(redis_url: str, key: str, version: int) -> tuple[int, ConversationState]:
+    """The saved state once it reaches ``version`` (a process saves after its answer is out,
+    so a client can be done first), and that no later save followed within half a second."""
+    deadline = time.monotonic() + 20
+    saved, state = _saved_state(redis_url, key)
+    while saved < version and time.monotonic() < deadline:
+        time.sleep(0.05)
+        saved, state = _saved_state(redis_url, key)
+    time.sleep(0.5)
+    assert _saved_state(redis_url, key)[0] == saved
+    return saved, state
 
 
 @pytest.mark.parametrize("wait_s", [10.0, 0.2])
@@ -172,7 +187,7 @@ def test_one_conversation_on_two_processes_at_once_never_tears_its_state(
     url = f"{redis_url}&wait_s={wait_s}"
     with team_gateways(tmp_path, upstreams(fake), url, count=2, args=store_args()) as gateways:
         run_conversation(fake, gateways, bodies[:4])
-        version, state = _saved_state(redis_url, KEY)
+        version, state = _state_at(redis_url, KEY, 4)
         assert version == 4 and state.requests == 4
         # Both processes get the same next request at once; the provider takes a while.
         fake.configure(event_delay_s=0.3)
@@ -188,7 +203,7 @@ def test_one_conversation_on_two_processes_at_once_never_tears_its_state(
             thread.start()
         for thread in threads:
             thread.join(60)
-        after, state = _saved_state(redis_url, KEY)
+        after, state = _state_at(redis_url, KEY, 6 if wait_s > 1 else 5)
     assert results == [200, 200]
     if wait_s > 1:  # the second waited for the first's lease, then saved after it
         assert after == 6 and state.requests == 6
@@ -234,7 +249,7 @@ def test_ten_thousand_conversations_in_the_store_each_process_stays_bounded(
     with team_gateways(tmp_path, upstreams(fake), url, args=store_args()) as gateways:
         # One real conversation's state, stored under 10,000 conversation keys.
         run_conversation(fake, gateways[:1], [body])
-        _, state = _saved_state(redis_url, KEY)
+        _, state = _state_at(redis_url, KEY, 1)
         base, prefix = redis_url.split("?prefix=")
         client = redis.Redis.from_url(base)
         blob = state.to_json()

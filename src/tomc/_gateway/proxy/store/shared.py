@@ -163,23 +163,28 @@ class _SharedCheckout:
                 logger.info("lease of %s not renewed: %s", self._lease.key, exc)
                 continue
             if not kept:
-                logger.warning("lease of %s lost while its request ran", self._lease.key)
+                if self.conversation is not None:  # not released by our own save
+                    logger.warning("lease of %s lost while its request ran", self._lease.key)
                 return
 
     async def finish(self) -> None:
         conversation, self.conversation = self.conversation, None
         if conversation is None:
             return
-        if self._renewing is not None:
-            self._renewing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._renewing
         try:
+            # The lease is renewed until the state is saved: snapshotting a big memory takes a
+            # while on a busy machine, and a lease that expired meanwhile would let another
+            # process prepare the next request from the previous state.
             await self._owner.hand_back(conversation, self._lease, self._rebuilds)
         except Exception as exc:  # never fail a finished request for its bookkeeping
             logger.warning(
                 "conversation %s not saved (%s: %s)", conversation.key, type(exc).__name__, exc
             )
+        finally:
+            if self._renewing is not None:
+                self._renewing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._renewing
 
 
 class SharedConversations:
