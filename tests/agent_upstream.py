@@ -82,7 +82,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from fake_providers import _messages_problem, _responses_problem, read_request, serve_in_thread
+from fake_providers import (
+    _messages_problem,
+    _responses_problem,
+    read_request,
+    serve_in_thread,
+    stop_served,
+)
 from fake_wire import Reply, response_object, sse
 
 __all__ = [
@@ -375,12 +381,7 @@ class AgentUpstream:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
+        stop_served(self._server, self._thread, self._socket)
 
     # ------------------------------------------------------------------ summaries
 

@@ -94,6 +94,18 @@ def serve_in_thread(
     return server, thread
 
 
+def stop_served(
+    server: uvicorn.Server | None, thread: threading.Thread | None, sock: socket.socket | None
+) -> None:
+    """Stop what :func:`serve_in_thread` started (any part may be missing) and close its socket."""
+    if server is not None:
+        server.should_exit = True
+    if thread is not None:
+        thread.join(timeout=10)
+    if sock is not None:
+        sock.close()
+
+
 @dataclass
 class Recorded:
     """One request as it arrived, and everything the fake sent back for it."""
@@ -216,12 +228,7 @@ class FakeProvider:
 
     def __exit__(self, *exc: object) -> None:
         self._closing.set()  # releases stalled handlers
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
+        stop_served(self._server, self._thread, self._socket)
 
     def app(self) -> Starlette:
         routes = [

@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from chat.dialects.gemini_like import GeminiLike, from_chat, gemini_path, registered
 from dialect_fixtures import chat_agent_request, request_tokens
-from fake_providers import read_request, serve_in_thread
+from fake_providers import read_request, serve_in_thread, stop_served
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.settings import GatewaySettings
 from tomc.web._server import AppServer
@@ -75,12 +75,7 @@ class FakeGemini:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
+        stop_served(self._server, self._thread, self._socket)
 
     @property
     def url(self) -> str:
