@@ -71,6 +71,18 @@ def test_headers_sent_a_byte_at_a_time_are_cut_with_a_408(port: int) -> None:
     assert body["error"]["type"] == "RequestTimeout"
 
 
+def test_a_client_still_sending_after_the_408_reads_it_and_a_clean_close(port: int) -> None:
+    # A socket closed outright answers later bytes with a reset, which can discard the 408.
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a")
+        time.sleep(DEADLINE_S + 0.4)  # the 408 is out
+        for _ in range(3):
+            sock.sendall(b"aaaa")
+            time.sleep(0.05)
+        answer, _ = read_until_closed(sock)
+    assert answer.startswith(b"HTTP/1.1 408 ")
+
+
 def test_a_connection_that_sends_nothing_is_closed(port: int) -> None:
     with socket.create_connection(("127.0.0.1", port)) as sock:
         started = time.monotonic()

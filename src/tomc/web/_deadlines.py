@@ -13,7 +13,10 @@ whichever uvicorn would use) so that:
   the application waits for it gets a 408 (when no answer has started) and a closed connection.
 
 Both answers are JSON ``{"error": {"status", "type", "message"}}``, the inspector's error
-shape; the application sees the client as disconnected.
+shape; the application sees the client as disconnected. After a 408 the connection closes the
+way nginx's ``lingering_close`` does: the answer and a FIN go out, and what the client still
+sends is read and dropped for up to ``LINGER_S``. Closing at once would make the kernel answer the
+client's next byte with a reset, which can discard the 408 before the client reads it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ __all__ = ["BODY_IDLE_TIMEOUT_S", "HEADER_TIMEOUT_S", "guarded_protocol"]
 HEADER_TIMEOUT_S = 10.0
 #: Seconds a request body may stop arriving before the request is refused.
 BODY_IDLE_TIMEOUT_S = 30.0
+#: Seconds a refused connection keeps reading (and dropping) what the client still sends.
+LINGER_S = 2.0
 
 _log = logging.getLogger("tomc.web")
 
@@ -56,6 +61,7 @@ class _Deadlines:
     _timer: asyncio.TimerHandle | None = None
     _waiting_for = ""  # "headers" or "body" while a timer runs
     _request_started = False  # a byte of a request whose headers are not complete yet
+    _lingering = False  # a 408 went out; what arrives now is dropped until the close
 
     # uvicorn's protocol, through the base class.
     transport: asyncio.Transport
@@ -73,7 +79,15 @@ class _Deadlines:
         self._cancel()
         super().connection_lost(exc)  # type: ignore[misc]
 
+    def eof_received(self) -> bool | None:
+        if self._lingering:  # the client read the 408 and closed: done
+            self.transport.close()
+            return None
+        return super().eof_received()  # type: ignore[misc]
+
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return
         if self.cycle is None or self.cycle.response_complete:  # a new request's head
             self._request_started = True
             if self._timer is None:
@@ -119,7 +133,8 @@ class _Deadlines:
             return  # a request is being served; its answer decides what follows
         if self._request_started:
             self._refuse(f"the request headers did not arrive within {self.header_timeout_s:g} s")
-        self.transport.close()
+        else:
+            self.transport.close()
 
     def _body_late(self) -> None:
         self._timer, self._waiting_for = None, ""
@@ -135,7 +150,6 @@ class _Deadlines:
         # The application now sees a disconnect, and anything it sends is dropped.
         cycle.disconnected = True
         cycle.message_event.set()
-        self.transport.close()
 
     def _refuse(self, message: str) -> None:
         """Write a 408 straight to the socket (no answer has started on it)."""
@@ -156,3 +170,12 @@ class _Deadlines:
         ]
         head = b"".join(name + b": " + value + b"\r\n" for name, value in headers)
         self.transport.write(b"HTTP/1.1 408 Request Timeout\r\n" + head + b"\r\n" + body)
+        self._linger()
+
+    def _linger(self) -> None:
+        """Half-close after the answer, drop what still arrives, close within ``LINGER_S``."""
+        self._lingering = True
+        self._cancel()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self._timer = self.loop.call_later(LINGER_S, self.transport.close)
