@@ -67,17 +67,19 @@ def test_without_the_client_the_error_names_the_team_extra(monkeypatch):
     assert "pip install -e" in str(caught.value)
 
 
-def test_the_version_cache_hands_out_only_the_saved_version_and_stays_bounded():
+def test_the_version_cache_says_whether_a_session_holds_the_saved_version_and_stays_bounded():
     cache = VersionCache(2)
     one, two, three = (AutomaticChatSession() for _ in range(3))
     cache.put("a", 1, one)
-    assert cache.take("a", 2) is None  # saved since by another process: stale, dropped
-    assert cache.take("a", 1) is None  # the stale copy went
+    # Saved since by another process: the older session comes out (its caches still count
+    # the items it saw) marked stale, so the caller loads the newer state into it.
+    assert cache.take("a", 2) == (one, False)
+    assert cache.take("a", 1) == (None, False)  # taken out: nobody else here can use it
     cache.put("a", 3, one)
     cache.put("b", 1, two)
     cache.put("c", 1, three)  # "a" was least recently used
-    assert len(cache) == 2 and cache.take("a", 3) is None
-    assert cache.take("c", 1) is three and len(cache) == 1
+    assert len(cache) == 2 and cache.take("a", 3) == (None, False)
+    assert cache.take("c", 1) == (three, True) and len(cache) == 1
     assert (cache.hits, cache.misses) == (1, 3)
     assert len(VersionCache(0)) == 0
 

@@ -103,13 +103,19 @@ class VersionCache:
         self.hits = 0
         self.misses = 0
 
-    def take(self, key: str, version: int) -> AutomaticChatSession | None:
+    def take(self, key: str, version: int) -> tuple[AutomaticChatSession | None, bool]:
+        """This process's session of ``key`` (taken out) and whether it holds ``version``.
+
+        A session of an older version is still worth having: its caches (per-item token
+        counts) hold for every item it has seen, so loading the newer state into it costs
+        only the items added since. Round robin over processes depends on that.
+        """
         entry = self._items.pop(key, None)
         if entry is not None and entry[0] == version:
             self.hits += 1
-            return entry[1]
+            return entry[1], True
         self.misses += 1
-        return None
+        return (entry[1] if entry is not None else None), False
 
     def put(self, key: str, version: int, session: AutomaticChatSession) -> None:
         if self.limit <= 0:
@@ -213,9 +219,13 @@ class SharedConversations:
                 logger.info("%s is busy in another request: prepared read-only", key)
                 session = await self._load(key)
             else:
-                session = self.cache.take(key, lease.version) if lease.version else None
-                if session is None:
-                    session = await self._load(key) if lease.version else self._factory()
+                cached, current = self.cache.take(key, lease.version)
+                if not lease.version:
+                    session = self._factory()
+                elif current and cached is not None:
+                    session = cached
+                else:
+                    session = await self._load(key, cached)
         except StoreUnavailableError as exc:
             self.guard.failed(exc)
             return _PassThrough()
@@ -229,20 +239,25 @@ class SharedConversations:
         conversation = ConversationRecord(key, api, session, now, now)
         return _SharedCheckout(self, conversation, lease, session.rebuilds)
 
-    async def _load(self, key: str) -> AutomaticChatSession:
+    async def _load(
+        self, key: str, stale: AutomaticChatSession | None = None
+    ) -> AutomaticChatSession:
+        """The saved state of ``key`` in a session: ``stale`` (this process's session of an
+        older version, its caches kept) or a new one."""
         saved = await self.store.load(key)
-        session = self._factory()
-        if saved is not None:
-            try:
-                await anyio.to_thread.run_sync(self._restore, session, saved.data)
-            except Exception as exc:  # another TOMC's layout, a damaged blob: start over
-                logger.warning(
-                    "%s: saved state not loaded (%s: %s); the conversation starts over",
-                    key,
-                    type(exc).__name__,
-                    exc,
-                )
-                session = self._factory()
+        if saved is None:  # expired meanwhile: the conversation starts over
+            return self._factory()
+        session = stale if stale is not None else self._factory()
+        try:
+            await anyio.to_thread.run_sync(self._restore, session, saved.data)
+        except Exception as exc:  # another TOMC's layout, a damaged blob: start over
+            logger.warning(
+                "%s: saved state not loaded (%s: %s); the conversation starts over",
+                key,
+                type(exc).__name__,
+                exc,
+            )
+            session = self._factory()
         return session
 
     async def hand_back(
