@@ -154,15 +154,17 @@ def test_shared_conversations_carry_state_between_processes_and_cache_by_version
             for _ in range(2)
         )
         first = await one.checkout("k", "chat")
-        _set_rebuilds(first.conversation.session, 1)
+        session = first.conversation.session
+        _set_rebuilds(session, 1)
         await first.finish()
         second = await two.checkout("k", "chat")  # another process: loads version 1
         assert second.conversation.session.rebuilds == 1
         _set_rebuilds(second.conversation.session, 2)
         await second.finish()
-        third = await one.checkout("k", "chat")  # its cached copy is stale: reloaded
+        # Its cached copy is stale: the newer state is loaded into it (its item counts kept).
+        third = await one.checkout("k", "chat")
         assert third.conversation.session.rebuilds == 2 and one.cache.misses == 1
-        session = third.conversation.session
+        assert third.conversation.session is session
         await third.finish()
         fourth = await one.checkout("k", "chat")  # nothing saved elsewhere: the cached object
         assert fourth.conversation.session is session

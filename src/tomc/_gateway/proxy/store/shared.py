@@ -218,13 +218,13 @@ class SharedConversations:
             if lease is None:
                 logger.info("%s is busy in another request: prepared read-only", key)
                 session = await self._load(key)
+            elif not lease.version:  # nothing saved: a new conversation, or one that expired
+                session = self._factory()
             else:
                 cached, current = self.cache.take(key, lease.version)
-                if not lease.version:
-                    session = self._factory()
-                elif current and cached is not None:
+                if current and cached is not None:
                     session = cached
-                else:
+                else:  # an older copy of this process's keeps its item counts
                     session = await self._load(key, cached)
         except StoreUnavailableError as exc:
             self.guard.failed(exc)
