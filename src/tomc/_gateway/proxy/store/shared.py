@@ -3,11 +3,11 @@
 One request: lease the conversation (waiting while another request holds it), take its session
 from this process's cache when the cached copy has the saved version, else load the saved state
 into this process's older copy (its per-item counts still hold, so only what was added since is
-counted again) or into a fresh session; the gateway prepares and forwards; once the answer has been relayed, the
-provider's usage is fed back and the state is saved and the lease released in one step. The
-lease is renewed while the answer streams. A request that could not get the lease within
-``wait_s`` is prepared from the latest saved state and saves nothing, so two processes never
-write one conversation at once.
+counted again) or into a fresh session; the gateway prepares and forwards; once the answer has
+been relayed, the provider's usage is fed back and the state is saved and the lease released in
+one step. The lease is renewed while the answer streams. A request that could not get the
+lease within ``wait_s`` is prepared from the latest saved state and saves nothing, so two
+processes never write one conversation at once.
 
 Failing open: when the store does not answer, requests go out unchanged and the log says so
 once per outage; the store is tried again a second later, and the first answer ends the outage.
