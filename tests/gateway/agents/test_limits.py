@@ -138,4 +138,20 @@ def test_a_request_without_a_target_gets_its_agents_default():
     other = request_limit("chat", {}, {"model": "gpt-4o", "max_tokens": 8_000})
     assert other.threshold is None and other.window == 128_000 and other.target is None
     assert request_limit("chat", {}, {"model": "my-local-model"}).target is None
+    assert (
+        request_limit("chat", {}, {"model": "gpt-4o", "max_tokens": 8_000}).output_reserve == 8_000
+    )
+
+
+def test_the_output_reserve_is_read_from_the_requests_own_format():
+    def reserve(api: str, body: dict) -> int:
+        return request_limit(api, {}, {"model": "gpt-4o", **body}).output_reserve
+
+    assert reserve("chat", {"max_completion_tokens": 9_000, "max_tokens": 1}) == 9_000
+    assert reserve("responses", {"max_output_tokens": 7_000}) == 7_000
+    assert reserve("messages", {"max_tokens": 6_000}) == 6_000
+    # Another format's field says nothing about this one's output.
+    assert reserve("chat", {"max_output_tokens": 7_000}) == 0
+    assert reserve("responses", {"max_tokens": 6_000}) == 0
+    assert reserve("no-such-format", {"max_tokens": 6_000}) == 0
     assert request_limit("chat", {}, {"messages": []}) is None

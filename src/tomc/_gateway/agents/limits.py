@@ -62,6 +62,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ...chat._profiles import ProfileTable
+from ...chat.dialects import DIALECTS
 
 __all__ = [
     "CLAUDE_DEFAULT_MODEL",
@@ -359,10 +360,9 @@ def request_limit(
         return claude_code_limit(model, betas=headers.get("anthropic-beta", ""), profiles=profiles)
     if agent == "codex" and api == "responses":
         return codex_limit(model, profiles=profiles)
-    reserve = body.get("max_tokens") or body.get("max_output_tokens")
-    reserve = reserve or body.get("max_completion_tokens") or 0
-    reserve = reserve if isinstance(reserve, int) and not isinstance(reserve, bool) else 0
-    return window_limit(model, reserve, agent=agent or "", profiles=profiles)
+    dialect = DIALECTS.get(api)  # each format names its output limit its own way
+    reserve = dialect.output_reserve(body) if dialect is not None else None
+    return window_limit(model, reserve or 0, agent=agent or "", profiles=profiles)
 
 
 def agent_defaults() -> list[dict[str, Any]]:
