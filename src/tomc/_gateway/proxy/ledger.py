@@ -18,6 +18,11 @@ the figures (a bounded queue; when full they are dropped), one writer thread sto
 short transaction per batch, and every failure is logged and swallowed. A file that cannot be
 opened (unwritable folder, corrupt or newer file) leaves the ledger in memory for this run.
 :func:`read_traffic` reads the file without a running gateway (``tomc gateway status``).
+
+:class:`Ledger` is what the gateway asks of any ledger; this SQLite one is the default (one
+machine). With a shared session store the gateway uses the store's own instead
+(:mod:`tomc._gateway.proxy.store.redis_ledger`), so every process shows the team's figures;
+both estimate with :func:`bill` and show the figures in the same shape.
 """
 
 from __future__ import annotations

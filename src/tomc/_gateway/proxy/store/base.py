@@ -220,9 +220,10 @@ class StateStore(Protocol):
     async def recent(self, limit: int) -> list[dict[str, Any]]:
         """The latest conversations' own figures, most recent first."""
 
-    def open_ledger(self) -> Ledger:
+    def open_ledger(self, guard: Any = None) -> Ledger:
         """The usage ledger kept in this store (billed input, its direct estimate, the chart),
-        summed over all processes."""
+        summed over all processes; ``guard`` (an ``OutageGuard``) is the conversations' own,
+        so an outage is noticed and logged once."""
 
     async def close(self) -> None:
         """Drop the connections."""

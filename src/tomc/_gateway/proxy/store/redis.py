@@ -235,11 +235,11 @@ class RedisStateStore:
         now = time.time()
         return [_figures_row(row, now) for row in await self._call(work)]
 
-    def open_ledger(self) -> Any:
+    def open_ledger(self, guard: Any = None) -> Any:
         """The usage ledger in this server, on this store's client."""
         from .redis_ledger import RedisLedger
 
-        return RedisLedger(self)
+        return RedisLedger(self, guard=guard)
 
     async def close(self) -> None:
         client, self._client = self._client, None

@@ -141,12 +141,12 @@ class RedisLedger:
 
     shared = True
 
-    def __init__(self, store: RedisStateStore, *, retry_s: float = 1.0) -> None:
+    def __init__(self, store: RedisStateStore, *, guard: OutageGuard | None = None) -> None:
         self.store = store
         self.dropped = 0  # entries this process could not store
-        self.guard = OutageGuard(
+        # The conversations' guard when there are conversations: one outage, one log line.
+        self.guard = guard or OutageGuard(
             store.url.shown,
-            retry_s=retry_s,
             effect="usage figures are dropped until it answers again",
             recovery="usage figures are recorded again",
         )
@@ -192,14 +192,14 @@ class RedisLedger:
     async def _store(self, entry: LedgerEntry, previous: asyncio.Task[None] | None) -> None:
         if previous is not None:
             await asyncio.wait({previous}, timeout=self._wait_s)
-        if not self.guard.ready():
+        if not self.guard.ready(request=False):
             self.dropped += 1  # the outage was logged once when it began
             return
         try:
             await self.store._call(lambda client: self._write(client, entry))
         except StoreUnavailableError as exc:
             self.dropped += 1
-            self.guard.failed(exc)
+            self.guard.failed(exc, request=False)
         except Exception as exc:  # fail open: the figures are lost, the gateway goes on
             self._drop(f"{type(exc).__name__}: {exc}")
         else:
@@ -280,8 +280,8 @@ class RedisLedger:
         try:
             return await self._read(limit)
         except StoreUnavailableError as exc:
-            self.guard.failed(exc)
-            logger.warning("usage ledger not read: session store unavailable (%s)", exc)
+            self.guard.failed(exc, request=False)
+            logger.warning("usage ledger not read (%s)", exc)
             return None
 
     async def _read(self, limit: int) -> dict[str, Any]:

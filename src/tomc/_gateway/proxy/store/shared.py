@@ -55,7 +55,9 @@ class OutageGuard:
         *,
         retry_s: float = 1.0,
         clock=time.monotonic,
-        effect: str = "requests pass through unchanged until it answers again",
+        effect: str = (
+            "requests pass through unchanged and usage figures are dropped until it answers again"
+        ),
         recovery: str = "requests are prepared again",
     ) -> None:
         self._shown = shown
@@ -72,17 +74,18 @@ class OutageGuard:
     def down(self) -> bool:
         return self._since is not None
 
-    def ready(self) -> bool:
-        """False while a recent failure says the store is down (the request passes through)."""
+    def ready(self, *, request: bool = True) -> bool:
+        """False while a recent failure says the store is down (the request passes through;
+        ``request`` false: not a request, such as the usage ledger's bookkeeping)."""
         if self._since is None or self._clock() >= self._retry_at:
             return True
-        self.passed_through += 1
+        self.passed_through += int(request)
         return False
 
-    def failed(self, exc: BaseException) -> None:
+    def failed(self, exc: BaseException, *, request: bool = True) -> None:
         now = self._clock()
         self._retry_at = now + self._retry_s
-        self.passed_through += 1
+        self.passed_through += int(request)
         if self._since is None:
             self._since = now
             self.outages += 1
@@ -352,8 +355,9 @@ class SharedConversations:
 
     def open_ledger(self) -> Ledger:
         """The usage ledger kept in this store, shared by every process (see
-        :mod:`tomc._gateway.proxy.store.redis_ledger`)."""
-        return self.store.open_ledger()
+        :mod:`tomc._gateway.proxy.store.redis_ledger`); one outage of the store is one outage
+        of both, logged once."""
+        return self.store.open_ledger(self.guard)
 
     async def close(self) -> None:
         await self.store.close()
