@@ -86,8 +86,21 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         args = ("--context-target", str(TARGET))
         with team_gateways(folder, upstreams(fake), "memory", count=1, args=args) as (one,):
             bodies, status = run_conversation(fake, [one], conversation_bodies())
+            traffic = settled_traffic(one, len(bodies))
     (conversation,) = status["conversations"]
-    return {"bodies": bodies, "conversation": conversation}
+    return {"bodies": bodies, "conversation": conversation, "traffic": traffic}
+
+
+def settled_traffic(gateway: GatewayProcess, requests: int) -> dict[str, Any]:
+    """``gateway``'s usage ledger figures once they hold ``requests`` requests (each is
+    recorded just after its answer, possibly by another process)."""
+    deadline = time.monotonic() + 20
+    while True:
+        traffic = gateway.status()["traffic"]
+        if traffic is not None and traffic["totals"]["requests"] >= requests:
+            return traffic
+        assert time.monotonic() < deadline, f"the ledger holds {traffic and traffic['totals']}"
+        time.sleep(0.05)
 
 
 def store_args() -> tuple[str, ...]:
@@ -114,6 +127,35 @@ def test_round_robin_over_three_processes_sends_the_bytes_of_one(
     assert conversation["decisions"] == reference["conversation"]["decisions"]
     assert conversation["tokens_saved"] == reference["conversation"]["tokens_saved"]
     assert status["requests"] == 12
+
+
+def test_every_process_shows_the_team_usage_ledger_with_the_estimate_of_one(
+    tmp_path, fake, redis_url, reference
+):
+    """Round robin over three processes: each one's status shows the whole team's billed and
+    estimated direct input, the same as one process's SQLite ledger for the same requests
+    (each request's direct estimate starts from the previous one, served elsewhere)."""
+    expected = reference["traffic"]["totals"]
+    # Rewritten requests: their direct estimate is the scaled prompt, part of it cached by
+    # the previous request's direct prompt (OpenAI, within the cache's lifetime).
+    assert expected["rewritten"] >= 4 and expected["direct_input"] != expected["billed_input"]
+    with team_gateways(tmp_path, upstreams(fake), redis_url, args=store_args()) as gateways:
+        run_conversation(fake, gateways, conversation_bodies())
+        shown = [settled_traffic(g, 12) for g in gateways]
+        homes = [g.home for g in gateways]
+    for traffic in shown:
+        totals = traffic["totals"]
+        assert traffic["shared"] and "session store" in traffic["ledger"]
+        assert (totals["requests"], totals["rewritten"]) == (12, expected["rewritten"])
+        assert totals["requests_with_usage"] == expected["requests_with_usage"] == 12
+        for name in ("billed_input", "direct_input", "billed_saved"):
+            assert totals[name] == pytest.approx(expected[name], abs=0.11), name
+        (row,) = traffic["conversations"]
+        assert row["conversation"] == KEY and row["direct_input"] == totals["direct_input"]
+        assert traffic["series"][-1]["requests"] == 12
+    assert shown[0]["totals"] == shown[1]["totals"] == shown[2]["totals"]
+    # The figures live in the store: no process wrote a ledger file of its own.
+    assert not any((home / "gateway" / "usage.sqlite3").exists() for home in homes)
 
 
 def test_kill_9_mid_request_the_others_go_on_with_the_same_memory(

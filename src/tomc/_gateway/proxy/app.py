@@ -46,7 +46,7 @@ from ...web._app import LOOPBACK_HOSTS, HostCheck, inspector_routes
 from ..agents.limits import OWN_PREFIX, TARGET_HEADER, THINKING_HEADER, agent_defaults
 from ..settings import SETTINGS_FILE, GatewaySettings, gateway_dir, load_settings
 from .access import StatusAccess
-from .ledger import LedgerEntry, UsageLedger, ledger_path
+from .ledger import Ledger, LedgerEntry, UsageLedger, ledger_path
 from .options import SESSION_OPTIONS, RequestOptions, new_session
 from .origins import OriginCheck
 from .redact import install_redaction
@@ -103,15 +103,12 @@ class Gateway:
         transport: httpx2.AsyncBaseTransport | None = None,
         timeout: httpx2.Timeout | None = None,
         home: str | os.PathLike[str] | None = None,
-        ledger: UsageLedger | None = None,
+        ledger: Ledger | None = None,
         pinned: Mapping[str, Any] | None = None,
     ) -> None:
         self.settings = settings
         # Options given on the command line win over the settings file, also after a reload.
         self._pinned = dict(pinned or {})
-        # What went through, kept across restarts in <home>/gateway/usage.sqlite3 (in memory
-        # without a home).
-        self.ledger = ledger or UsageLedger(ledger_path(home) if home is not None else None)
         # With a home, upstreams recorded there later (`tomc gateway activate`) take effect
         # without a restart: the settings file is checked at most once a second.
         self._settings_file = gateway_dir(home) / SETTINGS_FILE if home is not None else None
@@ -126,6 +123,9 @@ class Gateway:
             self.store = store if store is not None else MemorySessionStore(factory)
             conversations = LocalConversations(self.store, url)
         self.conversations = conversations or open_conversations(url, factory)
+        # What went through: in a shared store, summed over every process, when there is one;
+        # else kept across restarts in <home>/gateway/usage.sqlite3 (in memory without a home).
+        self.ledger: Ledger = ledger or self._open_ledger(home)
         # Store bookkeeping that runs after a request's answer (saving, counting).
         self._tasks: set[asyncio.Task[None]] = set()
         self._transport = transport
@@ -134,6 +134,12 @@ class Gateway:
         self.started = time.monotonic()
         self.requests = 0
         self.passthrough_paths = 0
+
+    def _open_ledger(self, home: str | os.PathLike[str] | None) -> Ledger:
+        opener = getattr(self.conversations, "open_ledger", None)
+        if opener is not None:
+            return opener()
+        return UsageLedger(ledger_path(home) if home is not None else None)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -153,8 +159,8 @@ class Gateway:
                 self.client = None
                 if self._tasks:  # conversations still being saved
                     await asyncio.wait(self._tasks, timeout=10)
+                await self.ledger.aclose()  # first: a shared ledger writes with the store's client
                 await self.conversations.close()
-                await anyio.to_thread.run_sync(self.ledger.close)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run store bookkeeping after the answer, without holding the request back."""
@@ -235,11 +241,11 @@ class Gateway:
             if conversation is not None and prompt_tokens is not None and status < 400:
                 conversation.session.observe_usage(prompt_tokens)
                 checkout.changed()
+            self._record_usage(api, conversation, decision, sniffer, status)
             if checkout is not None:  # saved and released once the answer is out
-                self._spawn(checkout.finish())
+                self._spawn(self._hand_back(checkout, conversation))
             if compact_api is not None and status < 400:
                 self._spawn(self._note_compaction(compact_api, headers, body, path))
-            self._record_usage(api, conversation, decision, sniffer, status)
 
         response = await relay(
             self.client,
@@ -340,23 +346,21 @@ class Gateway:
         if api is None and status < 400:
             return  # a path only forwarded counts only when the upstream refused it
         try:
-            self.ledger.record(
-                LedgerEntry(
-                    at=time.time(),
-                    api=api or "",
-                    conversation=conversation.key if conversation is not None else "",
-                    status=status,
-                    model=decision.model if decision is not None else "",
-                    action=decision.action if decision is not None else None,
-                    code=decision.code if decision is not None else None,
-                    tokens_before=decision.tokens_before if decision is not None else 0,
-                    tokens_after=decision.tokens_after if decision is not None else 0,
-                    usage=sniffer.usage if sniffer is not None and status < 400 else None,
-                    context_target=decision.context_target if decision is not None else None,
-                )
-            )
+            usage = sniffer.usage if sniffer is not None and status < 400 else None
+            key = conversation.key if conversation is not None else ""
+            self.ledger.record(LedgerEntry.of_request(api or "", key, status, decision, usage))
         except Exception as exc:  # only bookkeeping
             logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
+
+    async def _hand_back(self, checkout: Checkout, conversation: ConversationRecord | None) -> None:
+        """Release the conversation once the ledger holds its request: a shared ledger's next
+        direct estimate of it, in whichever process, starts from this one."""
+        if conversation is not None:
+            try:
+                await self.ledger.written(conversation.key)
+            except Exception as exc:  # only bookkeeping: the lease must go back regardless
+                logger.warning("usage ledger not awaited (%s: %s)", type(exc).__name__, exc)
+        await checkout.finish()
 
     async def _note_compaction(
         self, api: str, headers: dict[str, str], body: bytes, path: str
@@ -380,25 +384,26 @@ class Gateway:
         return await self.conversations.status()
 
     def status(
-        self, *, traffic_limit: int = 20, live: Mapping[str, Any] | None = None
+        self,
+        *,
+        traffic_limit: int = 20,
+        live: Mapping[str, Any] | None = None,
+        traffic: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Live figures, and ``traffic``: the ledger's totals, latest conversations and chart
         series (kept across restarts). Waits briefly for finished requests to be stored.
 
-        ``live`` comes from :meth:`live_status`; without it (callable from any thread) only
-        an in-process store can be read."""
+        ``live`` comes from :meth:`live_status` and ``traffic`` from the ledger's ``read``; without
+        ``live`` (callable from any thread) only an in-process store and the SQLite ledger can
+        be read."""
         now = time.monotonic()
         if live is None:
-            if not isinstance(self.conversations, LocalConversations):
+            local = isinstance(self.conversations, LocalConversations)
+            if not local or not isinstance(self.ledger, UsageLedger):
                 raise TypeError("a shared store's status is read with live_status() first")
             live = self.conversations.snapshot()
+            traffic = self.ledger.settled_traffic(traffic_limit)
         live = {"requests": self.requests, "passthrough_paths": self.passthrough_paths, **live}
-        try:
-            self.ledger.flush(1.0)
-            traffic: dict[str, Any] | None = self.ledger.traffic(limit=traffic_limit)
-        except Exception as exc:  # the status page still shows the live figures
-            logger.warning("usage ledger not read (%s: %s)", type(exc).__name__, exc)
-            traffic = None
         return {
             "service": SERVICE_NAME,
             "version": __version__,
@@ -446,7 +451,8 @@ def create_gateway_app(
 
     async def status() -> dict[str, Any]:
         live = await gateway.live_status()
-        return await anyio.to_thread.run_sync(partial(gateway.status, live=live))
+        traffic = await gateway.ledger.read(20)
+        return await anyio.to_thread.run_sync(partial(gateway.status, live=live, traffic=traffic))
 
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse(

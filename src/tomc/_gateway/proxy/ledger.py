@@ -18,6 +18,11 @@ the figures (a bounded queue; when full they are dropped), one writer thread sto
 short transaction per batch, and every failure is logged and swallowed. A file that cannot be
 opened (unwritable folder, corrupt or newer file) leaves the ledger in memory for this run.
 :func:`read_traffic` reads the file without a running gateway (``tomc gateway status``).
+
+:class:`Ledger` is what the gateway asks of any ledger; this SQLite one is the default (one
+machine). With a shared session store the gateway uses the store's own instead
+(:mod:`tomc._gateway.proxy.store.redis_ledger`), so every process shows the team's figures;
+both estimate with :func:`bill` and show the figures in the same shape.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import anyio
 
 from .ledger_file import LEDGER_FILE, connect_file, connect_memory, ledger_path
 from .traffic import read_traffic, traffic
@@ -41,8 +48,11 @@ from .usage import ProviderUsage, estimate_direct
 # thing to its users (the gateway app, ``tomc gateway status``).
 __all__ = [
     "LEDGER_FILE",
+    "Billing",
+    "Ledger",
     "LedgerEntry",
     "UsageLedger",
+    "bill",
     "ledger_path",
     "read_traffic",
 ]
@@ -78,6 +88,51 @@ class LedgerEntry:
     @property
     def rewritten(self) -> bool:
         return self.action in _REWRITTEN
+
+    @classmethod
+    def of_request(
+        cls, api: str, conversation: str, status: int, decision: Any, usage: ProviderUsage | None
+    ) -> LedgerEntry:
+        """A request finished now, with its session's ``decision`` (a
+        :class:`~tomc.chat.Decision`, ``None`` when there was none)."""
+        if decision is None:
+            return cls(time.time(), api, conversation, status, usage=usage)
+        return cls(
+            at=time.time(),
+            api=api,
+            conversation=conversation,
+            status=status,
+            model=decision.model,
+            action=decision.action,
+            code=decision.code,
+            tokens_before=decision.tokens_before,
+            tokens_after=decision.tokens_after,
+            usage=usage,
+            context_target=decision.context_target,
+        )
+
+
+class Ledger(Protocol):
+    """What the gateway asks of a usage ledger: this module's SQLite file (one machine), or one
+    kept in a shared session store (:mod:`tomc._gateway.proxy.store.redis_ledger`, every
+    process of a team). None of its methods raises for the ledger's own failures."""
+
+    def record(self, entry: LedgerEntry) -> None:
+        """Take one finished request; never raises, never blocks (it is stored shortly)."""
+
+    async def written(self, conversation: str) -> None:
+        """Return once this process's entries of ``conversation`` are stored (or given up).
+
+        The gateway awaits it before the conversation's lease is released, so the next
+        request's direct estimate, wherever it is served, starts from this one."""
+
+    async def read(self, limit: int) -> dict[str, Any] | None:
+        """The figures :meth:`UsageLedger.traffic` returns (after a short wait for entries
+        still being stored); ``None`` (and a log line) when they cannot be read now, which the
+        status page says rather than showing zeros."""
+
+    async def aclose(self) -> None:
+        """Store what is pending and let go."""
 
 
 class UsageLedger:
@@ -207,7 +262,28 @@ class UsageLedger:
             self._connection = connect_file(self.path)
         return self._connection
 
+    async def written(self, conversation: str) -> None:
+        """Nothing to wait for: one writer thread stores entries in the order they came, and
+        this file serves only this machine's requests."""
+        return None
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.close)
+
     # ---------------------------------------------------------------- reading
+
+    async def read(self, limit: int) -> dict[str, Any] | None:
+        return await anyio.to_thread.run_sync(self.settled_traffic, limit)
+
+    def settled_traffic(self, limit: int) -> dict[str, Any] | None:
+        """:meth:`traffic` once what is queued is stored (waiting up to a second); ``None``
+        (and a log line) when the figures cannot be read."""
+        try:
+            self.flush(1.0)
+            return self.traffic(limit=limit)
+        except Exception as exc:  # the status page still shows the live figures
+            logger.warning("usage ledger not read (%s: %s)", type(exc).__name__, exc)
+            return None
 
     def traffic(self, *, limit: int = 20) -> dict[str, Any]:
         """Totals, the ``limit`` most recent conversations and the chart's series."""
@@ -299,7 +375,7 @@ _ADD_TO_CONVERSATION = """
 
 
 @dataclass(frozen=True)
-class _Billing:
+class Billing:
     """One request's billed input and its direct estimate, and what the next estimate needs
     (the conversation's latest direct prompt and its time, whether it used the cache)."""
 
@@ -311,17 +387,27 @@ class _Billing:
     caching_seen: bool
 
 
-def _billing(connection: sqlite3.Connection, entry: LedgerEntry) -> _Billing:
+def _billing(connection: sqlite3.Connection, entry: LedgerEntry) -> Billing:
     row = connection.execute(
         "SELECT last_direct_prompt, last_direct_at, caching_seen FROM conversations WHERE key = ?",
         (entry.conversation,),
     ).fetchone()
-    previous_prompt = row["last_direct_prompt"] if row is not None else None
-    previous_at = row["last_direct_at"] if row is not None else None
-    caching_seen = bool(row["caching_seen"]) if row is not None else False
+    if row is None:
+        return bill(entry, None, None, False)
+    return bill(entry, row["last_direct_prompt"], row["last_direct_at"], bool(row["caching_seen"]))
+
+
+def bill(
+    entry: LedgerEntry,
+    previous_prompt: float | None,
+    previous_at: float | None,
+    caching_seen: bool,
+) -> Billing:
+    """``entry``'s billing, given what its conversation's previous request left (its direct
+    prompt and time, whether the cache was used): the same for every kind of ledger."""
     usage = entry.usage
     if usage is None:
-        return _Billing(0.0, 0.0, 0.0, previous_prompt, previous_at, caching_seen)
+        return Billing(0.0, 0.0, 0.0, previous_prompt, previous_at, caching_seen)
     caching_seen = caching_seen or usage.used_cache
     estimate = estimate_direct(
         usage,
@@ -332,7 +418,7 @@ def _billing(connection: sqlite3.Connection, entry: LedgerEntry) -> _Billing:
         seconds_since_previous=entry.at - previous_at if previous_at is not None else None,
         caching_seen=caching_seen,
     )
-    return _Billing(
+    return Billing(
         usage.billed_input,
         estimate.billed_input,
         estimate.prompt_tokens,

@@ -14,11 +14,11 @@ from typing import Any
 
 from .ledger_file import SCHEMA_VERSION, ledger_path
 
-__all__ = ["empty_figures", "read_traffic", "traffic"]
+__all__ = ["SUMS", "empty_figures", "figures", "read_traffic", "series_of", "traffic"]
 
 _CHART_POINTS = 240
 
-_SUMS = (
+SUMS = (
     "requests",
     "rewritten",
     "tokens_before",
@@ -36,10 +36,11 @@ _SUMS = (
 
 def empty_figures() -> dict[str, Any]:
     """The figures of nothing (the shape of ``totals`` and of each conversation's figures)."""
-    return _figures(dict.fromkeys(_SUMS, 0), {})
+    return figures(dict.fromkeys(SUMS, 0), {})
 
 
-def _figures(row: Any, errors: dict[str, int]) -> dict[str, Any]:
+def figures(row: Any, errors: dict[str, int]) -> dict[str, Any]:
+    """One row of summed figures (``SUMS``, by name) and its upstream errors, as shown."""
     billed = float(row["billed_input"] or 0.0)
     direct = float(row["direct_input"] or 0.0)
     before, after = int(row["tokens_before"] or 0), int(row["tokens_after"] or 0)
@@ -72,23 +73,37 @@ _STEPS_MIN = (1, 5, 15, 60, 180, 360, 1440, 10080)
 
 
 def _series(connection: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Cumulative billed and direct input over time, at most about 240 points."""
-    span = connection.execute("SELECT MIN(minute), MAX(minute) FROM minutes").fetchone()
-    if span[0] is None:
-        return []
-    first, last = span
-    step = next((s for s in _STEPS_MIN if (last - first) / s <= _CHART_POINTS), _STEPS_MIN[-1])
     rows = connection.execute(
-        "SELECT minute / ? AS bucket, SUM(requests), SUM(billed_input), SUM(direct_input) "
-        "FROM minutes GROUP BY bucket ORDER BY bucket",
-        (step,),
+        "SELECT minute, requests, billed_input, direct_input FROM minutes ORDER BY minute"
     ).fetchall()
-    series = [{"t": first * 60, "requests": 0, "billed_input": 0.0, "direct_input": 0.0}]
-    requests, billed, direct = 0, 0.0, 0.0
-    for bucket, count, bucket_billed, bucket_direct in rows:
-        requests += count
-        billed += bucket_billed
-        direct += bucket_direct
+    return series_of(tuple(row) for row in rows)
+
+
+def series_of(
+    minutes: Iterable[tuple[int, int, float, float]],
+    base: tuple[int, float, float] = (0, 0.0, 0.0),
+) -> list[dict[str, Any]]:
+    """Cumulative billed and direct input over time, at most about 240 points, from
+    ``(minute, requests, billed, direct)`` rows in minute order; ``base`` is what came before
+    the first of them (a ledger that folds its oldest minutes away)."""
+    rows = list(minutes)
+    if not rows:
+        return []
+    first, last = rows[0][0], rows[-1][0]
+    step = next((s for s in _STEPS_MIN if (last - first) / s <= _CHART_POINTS), _STEPS_MIN[-1])
+    requests, billed, direct = base
+    series = [
+        {"t": first * 60, "requests": requests, "billed_input": round(billed, 1),
+         "direct_input": round(direct, 1)}
+    ]  # fmt: skip
+    index = 0
+    while index < len(rows):
+        bucket = rows[index][0] // step
+        while index < len(rows) and rows[index][0] // step == bucket:
+            requests += rows[index][1]
+            billed += rows[index][2]
+            direct += rows[index][3]
+            index += 1
         end = min((bucket + 1) * step, last + 1) * 60
         series.append(
             {
@@ -102,14 +117,14 @@ def _series(connection: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 def traffic(connection: sqlite3.Connection, limit: int) -> dict[str, Any]:
-    sums = ", ".join(f"SUM({name}) AS {name}" for name in _SUMS)
+    sums = ", ".join(f"SUM({name}) AS {name}" for name in SUMS)
     totals_row = connection.execute(
         f"SELECT {sums}, MIN(first_at) AS since, MAX(last_at) AS last FROM conversations"
     ).fetchone()
     all_errors = _errors(
         connection.execute("SELECT status, SUM(count) FROM errors GROUP BY status").fetchall()
     )
-    totals = _figures(totals_row, all_errors)
+    totals = figures(totals_row, all_errors)
     totals["conversations"] = connection.execute("SELECT COUNT(*) FROM conversations").fetchone()[0]
     rows = connection.execute(
         "SELECT * FROM conversations ORDER BY last_at DESC LIMIT ?", (max(0, limit),)
@@ -128,7 +143,7 @@ def traffic(connection: sqlite3.Connection, limit: int) -> dict[str, Any]:
                 "model": row["model"],
                 "first_at": row["first_at"],
                 "last_at": row["last_at"],
-                **_figures(row, errors),
+                **figures(row, errors),
                 "context_target": row["context_target"],
             }
         )

@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ...._core.errors import GatewayError, InvalidOptionError
 from ....chat import AutomaticChatSession
+from ..ledger import Ledger
 from ..sessions import ConversationRecord
 
 __all__ = [
@@ -218,6 +219,11 @@ class StateStore(Protocol):
 
     async def recent(self, limit: int) -> list[dict[str, Any]]:
         """The latest conversations' own figures, most recent first."""
+
+    def open_ledger(self, guard: Any = None) -> Ledger:
+        """The usage ledger kept in this store (billed input, its direct estimate, the chart),
+        summed over all processes; ``guard`` (an ``OutageGuard``) is the conversations' own,
+        so an outage is noticed and logged once."""
 
     async def close(self) -> None:
         """Drop the connections."""

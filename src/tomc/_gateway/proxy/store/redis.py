@@ -8,7 +8,8 @@ Keys, under the URL's ``prefix`` (``tomc:``):
   checks the lease, bumps the version, writes the blob, resets the idle expiry and releases
   the lease in one script;
 - ``fig:<conversation>``, ``recent`` and ``totals``: the status figures (``HINCRBY``), summed
-  over every process, with the same idle expiry.
+  over every process, with the same idle expiry;
+- ``ledger:...``: the usage ledger's figures (:mod:`.redis_ledger`).
 
 Uses the official client (``redis``, the ``team`` extra), asyncio flavour. Every failure
 becomes :class:`~tomc._gateway.proxy.store.base.StoreUnavailableError` (the gateway then fails
@@ -233,6 +234,12 @@ class RedisStateStore:
 
         now = time.time()
         return [_figures_row(row, now) for row in await self._call(work)]
+
+    def open_ledger(self, guard: Any = None) -> Any:
+        """The usage ledger in this server, on this store's client."""
+        from .redis_ledger import RedisLedger
+
+        return RedisLedger(self, guard=guard)
 
     async def close(self) -> None:
         client, self._client = self._client, None

@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 
 from ....chat import AutomaticChatSession
+from ..ledger import Ledger
 from ..sessions import ConversationRecord
 from .base import Lease, SessionFactory, StateStore, StoreUnavailableError
 
@@ -43,10 +44,25 @@ _ALL_REQUESTS = ("requests", "unprepared", "passthrough_paths")
 
 
 class OutageGuard:
-    """Whether to try the store now; logs the start and the end of each outage once."""
+    """Whether to try the store now; logs the start and the end of each outage once.
 
-    def __init__(self, shown: str, *, retry_s: float = 1.0, clock=time.monotonic) -> None:
+    ``effect`` and ``recovery`` say in those two log lines what the outage means to the part
+    guarded (the conversations, or the usage ledger)."""
+
+    def __init__(
+        self,
+        shown: str,
+        *,
+        retry_s: float = 1.0,
+        clock=time.monotonic,
+        effect: str = (
+            "requests pass through unchanged and usage figures are dropped until it answers again"
+        ),
+        recovery: str = "requests are prepared again",
+    ) -> None:
         self._shown = shown
+        self._effect = effect
+        self._recovery = recovery
         self._retry_s = retry_s
         self._clock = clock
         self._since: float | None = None
@@ -58,33 +74,30 @@ class OutageGuard:
     def down(self) -> bool:
         return self._since is not None
 
-    def ready(self) -> bool:
-        """False while a recent failure says the store is down (the request passes through)."""
+    def ready(self, *, request: bool = True) -> bool:
+        """False while a recent failure says the store is down (the request passes through;
+        ``request`` false: not a request, such as the usage ledger's bookkeeping)."""
         if self._since is None or self._clock() >= self._retry_at:
             return True
-        self.passed_through += 1
+        self.passed_through += int(request)
         return False
 
-    def failed(self, exc: BaseException) -> None:
+    def failed(self, exc: BaseException, *, request: bool = True) -> None:
         now = self._clock()
         self._retry_at = now + self._retry_s
-        self.passed_through += 1
+        self.passed_through += int(request)
         if self._since is None:
             self._since = now
             self.outages += 1
-            logger.warning(
-                "session store %s unavailable (%s); requests pass through unchanged until it "
-                "answers again",
-                self._shown,
-                exc,
-            )
+            logger.warning("session store %s unavailable (%s); %s", self._shown, exc, self._effect)
 
     def answered(self) -> None:
         if self._since is not None:
             logger.warning(
-                "session store %s answers again after %.1f s; requests are prepared again",
+                "session store %s answers again after %.1f s; %s",
                 self._shown,
                 self._clock() - self._since,
+                self._recovery,
             )
             self._since = None
 
@@ -339,6 +352,12 @@ class SharedConversations:
             "conversations": recent,
             "session_store": store,
         }
+
+    def open_ledger(self) -> Ledger:
+        """The usage ledger kept in this store, shared by every process (see
+        :mod:`tomc._gateway.proxy.store.redis_ledger`); one outage of the store is one outage
+        of both, logged once."""
+        return self.store.open_ledger(self.guard)
 
     async def close(self) -> None:
         await self.store.close()
