@@ -12,13 +12,14 @@ import json
 import socket
 import time
 
+import anyio
 import httpx2
 import openai
 
 from dialect_fixtures import claude_code_request
 from gateway_helpers import serve_gateway, wait_for
 from raw_http import UPSTREAM_DATE, RawUpstream, exchange, json_answer
-from tomc._gateway.proxy.relay import forward_headers
+from tomc._gateway.proxy.relay import UsageSniffer, forward_headers, relay
 
 KEY = "sk-ant-relay-test-key"
 
@@ -217,3 +218,48 @@ def test_a_stalled_body_gets_a_408_and_never_goes_upstream() -> None:
                 answer += chunk
         assert upstream.requests == []
     assert answer.startswith(b"HTTP/1.1 408 ")
+
+
+def test_a_client_that_closes_on_the_last_chunk_still_has_its_usage_read() -> None:
+    # `claude -p` exits as soon as it has its answer: the disconnect can cancel the relay
+    # between sending the last chunk and reading it, and the provider bills it all the same.
+    answer = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "done"}],
+        "usage": {"input_tokens": 1234, "output_tokens": 56},
+    }
+    done: list[tuple[int | None, int]] = []
+    sniffer = UsageSniffer("messages")
+
+    async def scenario(url: str) -> None:
+        gone = anyio.Event()
+
+        async def receive() -> dict:
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            if message["type"] == "http.response.body" and message.get("body"):
+                gone.set()  # the client has it all and closes at once
+                await anyio.sleep(0.2)
+
+        async with httpx2.AsyncClient(trust_env=False) as client:
+            response = await relay(
+                client,
+                method="POST",
+                url=f"{url}/v1/messages",
+                headers=[("content-type", "application/json")],
+                body=b"{}",
+                api="messages",
+                sniffer=sniffer,
+                on_done=lambda tokens, status: done.append((tokens, status)),
+            )
+            scope = {"type": "http", "asgi": {"spec_version": "2.3"}, "headers": []}
+            await response(scope, receive, send)
+
+    with RawUpstream(lambda request: json_answer(json.dumps(answer).encode())) as upstream:
+        anyio.run(scenario, upstream.url)
+    assert done == [(1234, 200)]
+    assert sniffer.usage is not None and sniffer.usage.output_tokens == 56

@@ -235,9 +235,12 @@ async def relay(
 
     async def body() -> AsyncIterator[bytes]:
         async for chunk in upstream.aiter_raw():
-            yield chunk
+            # Read before it goes out: a client that closes as soon as it has the last chunk
+            # cancels the relay before this generator resumes, and the provider bills the
+            # answer all the same (feeding is a few microseconds; usage lines only are parsed).
             if sniffer is not None:
                 sniffer.feed(chunk)
+            yield chunk
 
     response = _RelayResponse(body(), status_code=upstream.status_code, on_close=close)
     # Raw pairs keep repeated headers (set-cookie) and the upstream's own spelling of values.
