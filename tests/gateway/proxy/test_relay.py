@@ -220,20 +220,26 @@ def test_a_stalled_body_gets_a_408_and_never_goes_upstream() -> None:
     assert answer.startswith(b"HTTP/1.1 408 ")
 
 
-def test_a_client_that_closes_on_the_last_chunk_still_has_its_usage_read() -> None:
-    # `claude -p` exits as soon as it has its answer: the disconnect can cancel the relay
-    # between sending the last chunk and reading it, and the provider bills it all the same.
-    answer = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "content": [{"type": "text", "text": "done"}],
-        "usage": {"input_tokens": 1234, "output_tokens": 56},
-    }
+ANSWER = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "content": [{"type": "text", "text": "done"}],
+    "usage": {"input_tokens": 1234, "output_tokens": 56},
+}
+
+
+def relay_to_a_client_that_leaves(
+    upstream_url: str, leaves_on: str, read_timeout_s: float = 10.0
+) -> tuple[list[tuple[int | None, int]], UsageSniffer, list[dict]]:
+    """Relay one Messages request to a client that hangs up as soon as it gets a message of
+    type ``leaves_on`` (``http.response.start``, or ``http.response.body`` with bytes); what
+    ``on_done`` got, the sniffer, and what the client was sent."""
     done: list[tuple[int | None, int]] = []
+    sent: list[dict] = []
     sniffer = UsageSniffer("messages")
 
-    async def scenario(url: str) -> None:
+    async def scenario() -> None:
         gone = anyio.Event()
 
         async def receive() -> dict:
@@ -241,15 +247,19 @@ def test_a_client_that_closes_on_the_last_chunk_still_has_its_usage_read() -> No
             return {"type": "http.disconnect"}
 
         async def send(message: dict) -> None:
-            if message["type"] == "http.response.body" and message.get("body"):
-                gone.set()  # the client has it all and closes at once
-                await anyio.sleep(0.2)
+            sent.append(message)
+            if message["type"] == leaves_on and (
+                leaves_on != "http.response.body" or message.get("body")
+            ):
+                gone.set()
+                await anyio.sleep(0.2)  # the disconnect cancels the relay right here
 
-        async with httpx2.AsyncClient(trust_env=False) as client:
+        timeout = httpx2.Timeout(10.0, read=read_timeout_s)
+        async with httpx2.AsyncClient(trust_env=False, timeout=timeout) as client:
             response = await relay(
                 client,
                 method="POST",
-                url=f"{url}/v1/messages",
+                url=f"{upstream_url}/v1/messages",
                 headers=[("content-type", "application/json")],
                 body=b"{}",
                 api="messages",
@@ -259,7 +269,34 @@ def test_a_client_that_closes_on_the_last_chunk_still_has_its_usage_read() -> No
             scope = {"type": "http", "asgi": {"spec_version": "2.3"}, "headers": []}
             await response(scope, receive, send)
 
-    with RawUpstream(lambda request: json_answer(json.dumps(answer).encode())) as upstream:
-        anyio.run(scenario, upstream.url)
+    anyio.run(scenario)
+    return done, sniffer, sent
+
+
+# `claude -p` exits as soon as it has its answer, and urllib-like clients hang up after the
+# headers: the provider bills the whole answer all the same, so its usage must still be read.
+
+
+def test_a_client_that_closes_on_the_last_chunk_still_has_its_usage_read() -> None:
+    with RawUpstream(lambda request: json_answer(json.dumps(ANSWER).encode())) as upstream:
+        done, sniffer, _ = relay_to_a_client_that_leaves(upstream.url, "http.response.body")
     assert done == [(1234, 200)]
     assert sniffer.usage is not None and sniffer.usage.output_tokens == 56
+
+
+def test_a_client_that_leaves_after_the_headers_still_has_its_usage_read() -> None:
+    with RawUpstream(lambda request: json_answer(json.dumps(ANSWER).encode())) as upstream:
+        done, sniffer, sent = relay_to_a_client_that_leaves(upstream.url, "http.response.start")
+    assert [m["type"] for m in sent] == ["http.response.start"]  # no body went out
+    assert done == [(1234, 200)]
+    assert sniffer.usage is not None and sniffer.usage.output_tokens == 56
+
+
+def test_a_whole_answer_whose_body_stops_is_the_gateways_504_not_a_truncated_relay() -> None:
+    body = json.dumps(ANSWER).encode()
+    cut = json_answer(body)[: -len(body) // 2]  # Content-Length says more than comes
+    with RawUpstream(lambda request: cut) as upstream:
+        done, _, sent = relay_to_a_client_that_leaves(upstream.url, "never", read_timeout_s=0.5)
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 504
+    assert json.loads(sent[1]["body"])["error"]["type"] == "timeout_error"
+    assert done == []  # the gateway answered itself; nothing relayed

@@ -198,19 +198,8 @@ async def relay(
     request = httpx2.Request(method, url, headers=headers, content=body)
     try:
         upstream = await _send(client, request, disconnected)
-    except httpx2.TimeoutException:
-        logger.warning("upstream timed out: %s %s", method, _safe_url(url))
-        return error_response(api, 504, "the upstream did not answer in time", "timeout_error")
-    except httpx2.TransportError as exc:
-        logger.warning(
-            "upstream unreachable: %s %s (%s)", method, _safe_url(url), type(exc).__name__
-        )
-        return error_response(
-            api,
-            502,
-            f"the gateway could not reach the upstream ({type(exc).__name__})",
-            "api_error",
-        )
+    except (httpx2.TimeoutException, httpx2.TransportError) as exc:
+        return _broken_answer(api, method, url, exc)
     if upstream is None:
         logger.info(
             "client left before the upstream answered: %s %s cancelled", method, _safe_url(url)
@@ -221,6 +210,17 @@ async def relay(
         sniffer.streaming = content_type.startswith("text/event-stream")
         if upstream.headers.get("content-encoding", "identity") != "identity":
             sniffer = None
+    chunks = upstream.aiter_raw()
+    head: list[bytes] = []
+    if sniffer is not None and not sniffer.streaming:
+        # A whole answer was generated, and billed, before its headers came: read it (up to
+        # the sniffing limit) before relaying, so its usage is known even when the client
+        # hangs up at once, as `claude -p` does once it has its answer.
+        try:
+            await _read_head(chunks, sniffer, head)
+        except (httpx2.TimeoutException, httpx2.TransportError) as exc:
+            await upstream.aclose()
+            return _broken_answer(api, method, url, exc)
 
     closed = False
 
@@ -234,7 +234,9 @@ async def relay(
             on_done(sniffer.finish() if sniffer else None, upstream.status_code)
 
     async def body() -> AsyncIterator[bytes]:
-        async for chunk in upstream.aiter_raw():
+        for chunk in head:
+            yield chunk
+        async for chunk in chunks:
             # Read before it goes out: a client that closes as soon as it has the last chunk
             # cancels the relay before this generator resumes, and the provider bills the
             # answer all the same (feeding is a few microseconds; usage lines only are parsed).
@@ -276,6 +278,31 @@ class _RelayResponse(StreamingResponse):
             with anyio.CancelScope(shield=True):
                 await self.body_iterator.aclose()  # type: ignore[attr-defined]
                 await self._on_close()
+
+
+def _broken_answer(api: str | None, method: str, url: str, exc: Exception) -> Response:
+    """The gateway's own answer when the upstream timed out or could not be reached."""
+    if isinstance(exc, httpx2.TimeoutException):
+        logger.warning("upstream timed out: %s %s", method, _safe_url(url))
+        return error_response(api, 504, "the upstream did not answer in time", "timeout_error")
+    logger.warning("upstream unreachable: %s %s (%s)", method, _safe_url(url), type(exc).__name__)
+    return error_response(
+        api, 502, f"the gateway could not reach the upstream ({type(exc).__name__})", "api_error"
+    )
+
+
+async def _read_head(
+    chunks: AsyncIterator[bytes], sniffer: UsageSniffer, head: list[bytes]
+) -> None:
+    """Read a whole answer into ``head`` (feeding ``sniffer``), or its first
+    ``_MAX_SNIFF_BYTES``; the rest, if any, is relayed as it comes."""
+    size = 0
+    async for chunk in chunks:
+        sniffer.feed(chunk)
+        head.append(chunk)
+        size += len(chunk)
+        if size > _MAX_SNIFF_BYTES:
+            return
 
 
 def _safe_url(url: str) -> str:
