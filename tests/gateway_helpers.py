@@ -12,13 +12,16 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 
 from tomc._gateway.local.health import probe
 from tomc._gateway.local.leases import read_run_gateway
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
+from tomc._gateway.proxy.ledger import LedgerEntry
 from tomc._gateway.proxy.server import gateway_server
+from tomc._gateway.proxy.usage import ANTHROPIC, ProviderUsage
 from tomc._gateway.settings import GatewaySettings, gateway_dir
 from tomc.web._deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S
 from tomc.web._server import AppServer
@@ -128,3 +131,25 @@ def serve_gateway(
     )
     with server:
         yield server, gateway
+
+
+#: When the ledger tests' requests happen (a fixed time, so figures are the same every run).
+LEDGER_T0 = 1_800_000_000.0
+
+
+def ledger_entry(**fields: Any) -> LedgerEntry:
+    """One finished Claude Code request as the usage ledger records it; ``fields`` override."""
+    values: dict[str, Any] = {
+        "at": LEDGER_T0,
+        "api": "messages",
+        "conversation": "claude:one|claude-opus-4-8",
+        "status": 200,
+        "model": "claude-opus-4-8",
+        "action": "passthrough",
+        "code": "fits",
+        "tokens_before": 1000,
+        "tokens_after": 1000,
+        "usage": ProviderUsage(ANTHROPIC, 1000, cache_write_tokens=1000),
+    }
+    values.update(fields)
+    return LedgerEntry(**values)

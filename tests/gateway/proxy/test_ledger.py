@@ -27,6 +27,7 @@ import pytest
 from dialect_fixtures import chat_agent_request, claude_code_request, codex_request, request_tokens
 from fake_providers import BINDING_BETA, FakeProvider, ProviderError, Reply, Usage
 from gateway_helpers import free_port, isolated_env, make_fake_agent, stop_leftover_gateway
+from gateway_helpers import ledger_entry as entry
 from tomc._gateway.local.status import gateway_status
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.proxy.ledger import LedgerEntry, UsageLedger, ledger_path, read_traffic
@@ -39,23 +40,6 @@ OPENAI_SECRET = "sk-openai-ledger-secret-77"
 
 
 # ---------------------------------------------------------------------- the ledger alone
-
-
-def entry(**fields: Any) -> LedgerEntry:
-    values: dict[str, Any] = {
-        "at": 1_800_000_000.0,
-        "api": "messages",
-        "conversation": "claude:one|claude-opus-4-8",
-        "status": 200,
-        "model": "claude-opus-4-8",
-        "action": "passthrough",
-        "code": "fits",
-        "tokens_before": 1000,
-        "tokens_after": 1000,
-        "usage": ProviderUsage(ANTHROPIC, 1000, cache_write_tokens=1000),
-    }
-    values.update(fields)
-    return LedgerEntry(**values)
 
 
 def test_figures_add_up_and_the_direct_estimate_follows_the_conversation(tmp_path):

@@ -14,6 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gateway_helpers import LEDGER_T0 as T0
+from gateway_helpers import ledger_entry as entry
 from redis_server import RedisServer
 from tomc._gateway.proxy.ledger import LedgerEntry, UsageLedger
 from tomc._gateway.proxy.store import store_url
@@ -23,14 +25,13 @@ from tomc._gateway.proxy.usage import ANTHROPIC, OPENAI, ProviderUsage
 
 #: What is by nature each kind's own (where the figures are kept, what this process dropped).
 PER_BACKEND = ("ledger", "persistent", "shared", "dropped", "problem")
-T0 = 1_800_000_000.0
 
 
 def oracle(entries: Sequence[LedgerEntry], limit: int = 20) -> dict[str, Any]:
     """The SQLite ledger's figures of ``entries`` (in memory)."""
     ledger = UsageLedger()
-    for entry in entries:
-        ledger.record(entry)
+    for one in entries:
+        ledger.record(one)
     assert ledger.flush(10)
     return comparable(ledger.traffic(limit=limit))
 
@@ -76,33 +77,16 @@ def feed(entries: Sequence[LedgerEntry], limit: int = 20) -> Callable[..., Await
     the conversation's lease goes; then read from the first."""
 
     async def work(ledgers: list[RedisLedger]) -> dict[str, Any]:
-        for n, entry in enumerate(entries):
+        for n, one in enumerate(entries):
             ledger = ledgers[n % len(ledgers)]
-            ledger.record(entry)
-            await ledger.written(entry.conversation)
+            ledger.record(one)
+            await ledger.written(one.conversation)
         traffic = await ledgers[0].read(limit)
         assert traffic is not None
         assert all(ledger.dropped == 0 for ledger in ledgers)
         return traffic
 
     return work
-
-
-def entry(**fields: Any) -> LedgerEntry:
-    values: dict[str, Any] = {
-        "at": T0,
-        "api": "messages",
-        "conversation": "claude:one|claude-opus-4-8",
-        "status": 200,
-        "model": "claude-opus-4-8",
-        "action": "passthrough",
-        "code": "fits",
-        "tokens_before": 1000,
-        "tokens_after": 1000,
-        "usage": ProviderUsage(ANTHROPIC, 1000, cache_write_tokens=1000),
-    }
-    values.update(fields)
-    return LedgerEntry(**values)
 
 
 def growing_conversation(key: str = "claude:one|claude-opus-4-8") -> list[LedgerEntry]:

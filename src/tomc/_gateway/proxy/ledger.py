@@ -53,6 +53,7 @@ __all__ = [
     "LedgerEntry",
     "UsageLedger",
     "bill",
+    "entry_sums",
     "ledger_path",
     "read_traffic",
 ]
@@ -307,7 +308,6 @@ def _store(connection: sqlite3.Connection, entry: LedgerEntry) -> None:
     if not entry.api:
         return
     billing = _billing(connection, entry)
-    usage = entry.usage
     connection.execute(
         _ADD_TO_CONVERSATION,
         (
@@ -316,25 +316,14 @@ def _store(connection: sqlite3.Connection, entry: LedgerEntry) -> None:
             entry.model,
             entry.at,
             entry.at,
-            int(entry.rewritten),
-            entry.tokens_before,
-            entry.tokens_after,
-            int(usage is not None),
-            usage.prompt_tokens if usage else 0,
-            usage.cache_read_tokens if usage else 0,
-            usage.cache_write_tokens if usage else 0,
-            (usage.output_tokens or 0) if usage else 0,
-            billing.billed,
-            billing.direct,
-            billing.direct_prompt,
-            (usage.thinking_dropped or 0) if usage else 0,
+            *entry_sums(entry, billing),
             billing.previous_prompt,
             billing.previous_at,
             int(billing.caching_seen),
             entry.context_target,
         ),
     )
-    if usage is not None:
+    if entry.usage is not None:
         connection.execute(
             "INSERT INTO minutes (minute, requests, billed_input, direct_input) "
             "VALUES (?, 1, ?, ?) ON CONFLICT (minute) DO UPDATE SET "
@@ -385,6 +374,27 @@ class Billing:
     previous_prompt: float | None
     previous_at: float | None
     caching_seen: bool
+
+
+def entry_sums(entry: LedgerEntry, billing: Billing) -> tuple[int | float, ...]:
+    """What one entry adds to its conversation's sums: rewritten, tokens before and after,
+    with usage, prompt, cache read, cache write and output tokens, billed and direct input,
+    the direct prompt, dropped thinking blocks (both ledger kinds store them in this order)."""
+    usage = entry.usage
+    return (
+        int(entry.rewritten),
+        entry.tokens_before,
+        entry.tokens_after,
+        int(usage is not None),
+        usage.prompt_tokens if usage else 0,
+        usage.cache_read_tokens if usage else 0,
+        usage.cache_write_tokens if usage else 0,
+        (usage.output_tokens or 0) if usage else 0,
+        billing.billed,
+        billing.direct,
+        billing.direct_prompt,
+        (usage.thinking_dropped or 0) if usage else 0,
+    )
 
 
 def _billing(connection: sqlite3.Connection, entry: LedgerEntry) -> Billing:

@@ -36,7 +36,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..ledger import LedgerEntry, bill
+from ..ledger import LedgerEntry, bill, entry_sums
 from ..traffic import SUMS, figures, series_of
 from .base import StoreUnavailableError
 from .shared import OutageGuard
@@ -226,7 +226,6 @@ class RedisLedger:
         await self._script(keys=keys, args=self._args(entry, billing), client=client)
 
     def _args(self, entry: LedgerEntry, billing: Any) -> list[Any]:
-        usage = entry.usage
         options = self.store.options
         return [
             entry.conversation,
@@ -234,18 +233,8 @@ class RedisLedger:
             entry.status,
             entry.api,
             entry.model,
-            int(entry.rewritten),
-            entry.tokens_before,
-            entry.tokens_after,
-            int(usage is not None),
-            usage.prompt_tokens if usage else 0,
-            usage.cache_read_tokens if usage else 0,
-            usage.cache_write_tokens if usage else 0,
-            (usage.output_tokens or 0) if usage else 0,
-            repr(float(billing.billed)),
-            repr(float(billing.direct)),
-            repr(float(billing.direct_prompt)),
-            (usage.thinking_dropped or 0) if usage else 0,
+            # Floats as the exact text Python gives them (Redis parses, then adds).
+            *(repr(float(v)) if isinstance(v, float) else v for v in entry_sums(entry, billing)),
             _text(billing.previous_prompt),
             _text(billing.previous_at),
             int(billing.caching_seen),
