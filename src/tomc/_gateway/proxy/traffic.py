@@ -14,7 +14,15 @@ from typing import Any
 
 from .ledger_file import SCHEMA_VERSION, ledger_path
 
-__all__ = ["SUMS", "empty_figures", "figures", "read_traffic", "series_of", "traffic"]
+__all__ = [
+    "SUMS",
+    "empty_figures",
+    "errors_of",
+    "figures",
+    "read_traffic",
+    "series_of",
+    "traffic",
+]
 
 _CHART_POINTS = 240
 
@@ -65,7 +73,8 @@ def figures(row: Any, errors: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def _errors(rows: Iterable[Any]) -> dict[str, int]:
+def errors_of(rows: Iterable[Any]) -> dict[str, int]:
+    """Upstream error counts from ``(status, count)`` rows, by status in order (as shown)."""
     return {str(status): int(count) for status, count in sorted(tuple(row) for row in rows)}
 
 
@@ -121,7 +130,7 @@ def traffic(connection: sqlite3.Connection, limit: int) -> dict[str, Any]:
     totals_row = connection.execute(
         f"SELECT {sums}, MIN(first_at) AS since, MAX(last_at) AS last FROM conversations"
     ).fetchone()
-    all_errors = _errors(
+    all_errors = errors_of(
         connection.execute("SELECT status, SUM(count) FROM errors GROUP BY status").fetchall()
     )
     totals = figures(totals_row, all_errors)
@@ -131,7 +140,7 @@ def traffic(connection: sqlite3.Connection, limit: int) -> dict[str, Any]:
     ).fetchall()
     conversations = []
     for row in rows:
-        errors = _errors(
+        errors = errors_of(
             connection.execute(
                 "SELECT status, count FROM errors WHERE conversation = ?", (row["key"],)
             ).fetchall()

@@ -36,8 +36,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..ledger import LedgerEntry, bill, entry_sums
-from ..traffic import SUMS, figures, series_of
+from ..ledger import Billing, LedgerEntry, bill, entry_sums
+from ..traffic import SUMS, errors_of, figures, series_of
 from .base import StoreUnavailableError
 from .shared import OutageGuard
 
@@ -225,7 +225,7 @@ class RedisLedger:
         ]
         await self._script(keys=keys, args=self._args(entry, billing), client=client)
 
-    def _args(self, entry: LedgerEntry, billing: Any) -> list[Any]:
+    def _args(self, entry: LedgerEntry, billing: Billing) -> list[Any]:
         options = self.store.options
         return [
             entry.conversation,
@@ -327,8 +327,8 @@ def _sums(row: Mapping[str, str]) -> dict[str, float | int]:
 
 
 def _errors(row: Mapping[str, str]) -> dict[str, int]:
-    found = {int(n.split(":", 1)[1]): int(v) for n, v in row.items() if n.startswith("error:")}
-    return {str(status): count for status, count in sorted(found.items())}
+    """The ``error:<status>`` fields of a hash, as the SQLite ledger shows its error rows."""
+    return errors_of((int(n[6:]), int(v)) for n, v in row.items() if n.startswith("error:"))
 
 
 def _conversation(row: Mapping[str, str]) -> dict[str, Any]:
