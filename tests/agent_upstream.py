@@ -221,9 +221,27 @@ class Script:
     #: "documented" (only the models the docs list: Fable/Mythos 5.x, Opus/Sonnet/Haiku 5.5;
     #: not Claude Code 2.1.197's default claude-opus-4-8), or "never".
     prefix_check: str = "always"
+    #: A pause in the session: the shell command of step ``pause_after_step`` sleeps
+    #: ``pause_s`` seconds before it prints, so the agent's next request comes that much later.
+    pause_after_step: int | None = None
+    pause_s: float = 0.0
+    #: How long a cached prefix lives without use, in seconds, for both providers (``None``:
+    #: each provider's documented lifetimes).
+    cache_ttl_s: float | None = None
 
     def file_name(self, step: int) -> str:
         return f"data/step_{step:02d}.log"
+
+    def command(self, step: int) -> str:
+        """The shell command of ``step``: print its file (after the pause, if it is there)."""
+        cat = f"cat {self.file_name(step)}"
+        if step == self.pause_after_step and self.pause_s > 0:
+            return f"sleep {self.pause_s:g} && {cat}"
+        return cat
+
+    def ttl_s(self, named: float) -> float:
+        """A cache entry's lifetime: the script's, else the provider's ``named`` one."""
+        return self.cache_ttl_s if self.cache_ttl_s is not None else named
 
     def file_text(self, step: int) -> str:
         lines = []
@@ -539,7 +557,7 @@ class AgentUpstream:
         elif convo.steps_issued < self.script.steps:
             convo.steps_issued += 1
             step = record.step = convo.steps_issued
-            command = f"cat {self.script.file_name(step)}"
+            command = self.script.command(step)
             if thinking:
                 blocks.append({"type": "thinking", "thinking": f"Next I read log file {step}."})
             blocks.append({"type": "text", "text": f"Reading {self.script.file_name(step)}."})
@@ -635,7 +653,7 @@ class AgentUpstream:
         for b in breakpoints:
             ttl = ((blocks[b][2] or {}).get("ttl")) or "5m"
             if tokens[b] >= minimum:
-                expiry = now + ANTHROPIC_TTL_S.get(ttl, 300.0)
+                expiry = now + self.script.ttl_s(ANTHROPIC_TTL_S.get(ttl, 300.0))
                 previous = cache.get(hashes[b])
                 cache[hashes[b]] = (max(expiry, previous[0] if previous else 0), tokens[b])
                 if b > written_to:
@@ -646,7 +664,7 @@ class AgentUpstream:
                     written_to = b
         if hit >= 0:  # a hit refreshes the entry
             expiry, size = cache.get(hashes[hit], (now, tokens[hit]))
-            cache[hashes[hit]] = (max(expiry, now + 300.0), size)
+            cache[hashes[hit]] = (max(expiry, now + self.script.ttl_s(300.0)), size)
         record.cache_read_tokens = read
         record.cache_write_tokens = write
         record.cache_write_1h_tokens = write_1h
@@ -685,7 +703,7 @@ class AgentUpstream:
             step = record.step = convo.steps_issued
             items.append(_reasoning_item(n, f"Next I read log file {step}."))
             source = (
-                f'const r = await tools.exec_command({{cmd: "cat {self.script.file_name(step)}", '
+                f'const r = await tools.exec_command({{cmd: "{self.script.command(step)}", '
                 "max_output_tokens: 20000});\ntext(r.output);\n"
             )
             items.append(_exec_call(n, source))
@@ -780,7 +798,7 @@ class AgentUpstream:
         cached = (best // 128) * 128 if best >= 1024 else 0
         if total >= 1024:
             for key, size in boundaries:
-                cache[key] = (now + OPENAI_TTL_S, size)
+                cache[key] = (now + self.script.ttl_s(OPENAI_TTL_S), size)
         record.prompt_tokens = total
         record.cache_read_tokens = cached
         record.input_tokens = total - cached

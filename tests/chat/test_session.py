@@ -428,7 +428,7 @@ def test_every_decision_is_logged(caplog):
         session.prepare(model="m", messages=history)
         session.prepare(model="m", messages=history)
     lines = [r.getMessage() for r in caplog.records if r.name == "tomc.chat"]
-    assert lines[0].startswith("request 1 compiled [compiled]:")
+    assert lines[0].startswith("request 1 compiled [compiled build]:")
     assert lines[1].startswith("request 2 reused [reused]:")
     assert session.last_decision.to_dict()["rebuilds"] == 1
 

@@ -136,6 +136,15 @@ def _serve_options(command):  # type: ignore[no-untyped-def]
 @click.option(
     "--home", type=click.Path(), envvar="TOMC_HOME", default=None, help="TOMC home (settings)."
 )
+@click.option(
+    "--cache-ttl",
+    "cache_ttl_s",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="How long the provider keeps a cached prompt without use (default: the settings "
+    "file, else what each request says, else the provider's documented lifetime).",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Log every request and decision.")
 def serve_command(
     host: str,
@@ -148,6 +157,7 @@ def serve_command(
     thinking_prefix: str | None,
     home: str | None,
     allow_origins: tuple[str, ...],
+    cache_ttl_s: float | None,
     verbose: bool,
     allow_remote: bool,
 ) -> None:
@@ -169,6 +179,8 @@ def serve_command(
         pinned["thinking_prefix"] = thinking_prefix
     if allow_origins:
         pinned["allow_origins"] = allow_origins
+    if cache_ttl_s is not None:
+        pinned["cache_ttl_s"] = cache_ttl_s
     options = ServeOptions(
         host, port, home, pinned, allow_hosts, status_token, session_store, workers, verbose
     )

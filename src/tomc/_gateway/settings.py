@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import stat
@@ -34,6 +35,7 @@ __all__ = [
     "gateway_dir",
     "load_settings",
     "normalize_origin",
+    "parse_cache_ttl",
     "parse_context_target",
     "record_upstream",
     "remove_leftover_temps",
@@ -99,6 +101,10 @@ class GatewaySettings:
     #: their cross-site requests and CORS preflights are answered. By default none may; SDKs
     #: and agent CLIs send no ``Origin`` and are not concerned.
     allow_origins: tuple[str, ...] = ()
+    #: How long the provider keeps a cached prompt without use, in seconds (``None``: what
+    #: each request says, else the provider's documented lifetime). A request that comes
+    #: later finds the cache cold, so TOMC compiles it deep at no extra cost.
+    cache_ttl_s: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -114,6 +120,7 @@ class GatewaySettings:
         check_choice("thinking_prefix", self.thinking_prefix, THINKING_PREFIX)
         object.__setattr__(self, "context_target", parse_context_target(self.context_target))
         object.__setattr__(self, "allow_origins", _parse_origins(self.allow_origins))
+        object.__setattr__(self, "cache_ttl_s", parse_cache_ttl(self.cache_ttl_s))
 
     def upstream(self, kind: str) -> str:
         """The base URL for ``kind``, without a trailing slash."""
@@ -192,6 +199,19 @@ def parse_context_target(value: object) -> int | str | None:
     return check_tokens("context target", value, MIN_CONTEXT_TARGET)
 
 
+def parse_cache_ttl(value: object) -> float | None:
+    """A cache lifetime in seconds (a number >= 0, or its text), or ``None``."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value) if isinstance(value, str | int | float) else math.nan
+    except ValueError:
+        seconds = math.nan
+    if isinstance(value, bool) or not seconds >= 0 or math.isinf(seconds):
+        raise InvalidOptionError(f"cache_ttl_s must be a number of seconds >= 0, not {value!r}")
+    return seconds
+
+
 def gateway_dir(home: str | os.PathLike[str] | None = None) -> Path:
     """The gateway's folder: ``<home>/gateway`` (created on demand by writers, mode 0700)."""
     base = Path(home).expanduser() if home is not None else default_home()
@@ -216,6 +236,7 @@ def load_settings(home: str | os.PathLike[str] | None = None) -> GatewaySettings
             thinking_prefix=data.get("thinking_prefix", SessionOptions.thinking_prefix),
             context_target=data.get("context_target", data.get("context_limit")),
             allow_origins=data.get("allow_origins", ()),
+            cache_ttl_s=data.get("cache_ttl_s"),
         )
     except (ValueError, TypeError, AttributeError) as exc:
         raise InvalidOptionError(f"gateway settings {path} are not valid: {exc}") from None

@@ -17,6 +17,7 @@ from ._profiles import ModelProfile
 from .dialects import DIALECTS
 
 __all__ = [
+    "COST_POLICIES",
     "MEMORY_ROLES",
     "POLICIES",
     "THINKING_PREFIX",
@@ -27,6 +28,9 @@ __all__ = [
 ]
 
 POLICIES = ("stable", "cadence")
+#: How the stable policy decides when and how deep to rebuild: priced in the provider's cache
+#: terms (:mod:`tomc.chat._account`), or only by the window and ``growth_headroom``.
+COST_POLICIES = ("priced", "window")
 WORK_QUERIES = ("task", "task+step")
 #: What to do with Anthropic signed thinking after a rewritten prefix: send such a request as it
 #: is, or let the provider drop the stale blocks (see :mod:`.dialects._anthropic_messages`).
@@ -85,6 +89,11 @@ class SessionOptions:
     api: str | None = None
     thinking_prefix: str = "drop_block"
     compiler: Callable[..., Any] | None = None
+    cost_policy: str = "priced"
+    cache_ttl_s: float | None = None
+    max_overshoot: float = 0.01
+    payback_requests: int = 4
+    compile_floor: int = 32_000
 
     def __post_init__(self) -> None:
         check_choice("refresh_policy", self.refresh_policy, POLICIES)
@@ -93,6 +102,19 @@ class SessionOptions:
         if self.api is not None:
             check_choice("api", self.api, tuple(DIALECTS))
         check_choice("memory_role", self.memory_role, MEMORY_ROLES)
+        check_choice("cost_policy", self.cost_policy, COST_POLICIES)
+        if self.cache_ttl_s is not None and not (
+            isinstance(self.cache_ttl_s, int | float) and self.cache_ttl_s >= 0
+        ):
+            raise InvalidOptionError(
+                f"cache_ttl_s must be a number of seconds >= 0, not {self.cache_ttl_s!r}"
+            )
+        if not 0 <= self.max_overshoot < 1:
+            raise InvalidOptionError(f"max_overshoot must be in [0, 1), not {self.max_overshoot}")
+        if isinstance(self.payback_requests, bool) or not isinstance(self.payback_requests, int):
+            raise InvalidOptionError("payback_requests must be a whole number of requests")
+        if self.payback_requests < 1:
+            raise InvalidOptionError("payback_requests must be >= 1")
         if self.refresh_every < 1:
             raise InvalidOptionError("refresh_every must be >= 1")
         if not 0 <= self.growth_headroom < 1:
@@ -107,6 +129,7 @@ class SessionOptions:
             "deployment_context_limit",
             "context_target",
             "budget_tokens",
+            "compile_floor",
         ):
             value = getattr(self, name)
             if value is not None:

@@ -24,6 +24,7 @@ __all__ = [
     "PreparedRequest",
     "RequestPlan",
     "Segment",
+    "prefix_tokens",
     "raw_tokens",
     "share",
     "view",
@@ -74,6 +75,23 @@ def view_entries(plan: RequestPlan, segments: Sequence[Segment]) -> list[Entry]:
         position = region.end
     out.extend(entries[position:])
     return out
+
+
+def prefix_tokens(plan: RequestPlan, segments: Sequence[Segment], first_new: int) -> int:
+    """Tokens of the view before ``segments[first_new]``'s region: what a rewrite keeps of
+    the previous request when its earlier segments are the ones that request sent."""
+    entries = plan.entries
+    tokens, position = plan.fixed_tokens, 0
+    for segment in segments[:first_new]:
+        region = segment.region
+        tokens += sum(entry.tokens for entry in entries[position : region.start])
+        tokens += sum(e.tokens for e in entries[region.start : region.end] if e.kept)
+        tokens += segment.tokens
+        position = region.end
+    if first_new < len(segments):
+        end = segments[first_new].region.start
+        tokens += sum(entry.tokens for entry in entries[position:end])
+    return tokens
 
 
 def view(plan: RequestPlan, segments: Sequence[Segment]) -> tuple[list[Any], int]:
@@ -132,6 +150,11 @@ class RequestPlan:
     #: still be rewritten).
     notes: tuple[str, ...] = ()
     passed: PassThrough | None = None
+    #: The largest prompt a rebuild should leave (the cost account's verdict), ``None`` for
+    #: the window's rule alone; ``strict``: a rebuild that cannot reach it is not worth doing
+    #: now (an early, priced one), rather than one the target demands.
+    goal: int | None = None
+    strict: bool = False
 
     @property
     def model(self) -> Any:
@@ -181,6 +204,9 @@ class Outcome:
     segments: tuple[Segment, ...] = ()
     #: ``build``, ``append`` or ``merge`` for a compiled request.
     rebuild: str | None = None
+    #: Tokens at the start of a compiled request that the previous one sent too (what the
+    #: provider can still read from its cache).
+    kept_prefix: int = 0
 
     @classmethod
     def unchanged(cls, plan: RequestPlan, passed: PassThrough) -> Outcome:

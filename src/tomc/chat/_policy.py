@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ._account import Verdict
 from ._items import ItemCache
 from ._meter import TokenMeter, meter_for
 from ._options import SessionOptions
@@ -171,11 +172,38 @@ def _backoff(options: SessionOptions, state: ConversationState, known: dict[str,
     known["notes"] = (f"{reason}, but the unchanged request would not fit",)
 
 
-def decide(options: SessionOptions, state: ConversationState, plan: RequestPlan) -> Outcome:
+def decide(
+    options: SessionOptions,
+    state: ConversationState,
+    plan: RequestPlan,
+    verdict: Verdict | None = None,
+) -> Outcome:
     """What to send for ``plan``: the frozen memory again, the request unchanged, or a rebuilt
-    memory (which ``state`` then holds)."""
+    memory (which ``state`` then holds). With the cost account's ``verdict`` (the ``priced``
+    cost policy), a rebuild goes only as deep as it can pay for, and comes before the target
+    demands it where it pays (:mod:`._account`)."""
     if plan.passed is not None:
         return Outcome.unchanged(plan, plan.passed)
+    priced = (
+        verdict is not None
+        and options.cost_policy == "priced"
+        and options.refresh_policy == "stable"
+    )
+    if priced and plan.explicit_budget is None:
+        assert verdict is not None
+        if verdict.trigger < plan.fit_limit:
+            early = replace(plan, fit_limit=verdict.trigger, goal=verdict.goal, strict=True)
+            try:
+                outcome = _decide(options, state, early)
+            except PassThrough as passed:
+                # Not worth it yet: decided under the target below, saying why.
+                waited = f"priced rebuild waits ({verdict.describe()}): {passed.reason}"
+                plan = replace(plan, notes=(*plan.notes, waited))
+            else:
+                if outcome.action == "compiled":
+                    note = f"priced ({verdict.describe()})"
+                    return replace(outcome, reason=f"{outcome.reason}; {note}")
+        plan = replace(plan, goal=verdict.goal)
     try:
         return _decide(options, state, plan)
     except PassThrough as passed:

@@ -24,7 +24,15 @@ from ._layout import HISTORY, Layout, Region, plan_layout
 from ._memory import CONTINUED_PREFIX, build_region_memory
 from ._meter import ITEM_OVERHEAD
 from ._options import SessionOptions
-from ._plan import Outcome, RequestPlan, Segment, raw_tokens, share, view_entries
+from ._plan import (
+    Outcome,
+    RequestPlan,
+    Segment,
+    prefix_tokens,
+    raw_tokens,
+    share,
+    view_entries,
+)
 from ._plan import view as build_view
 from ._state import ConversationState, FrozenMemory, covered_digest
 from .dialects import Dialect, PassThrough
@@ -49,6 +57,14 @@ def build(
     entries = plan.entries
     layout = _layout(options, plan)
     task = plan.task if plan.task is not None else _task_text(entries, layout)
+    if plan.strict and plan.goal is not None and layout.regions:
+        raw = plan.tokens_before - sum(raw_tokens(entries, r) for r in layout.regions)
+        if raw + MIN_BUDGET > plan.goal:
+            raise PassThrough(
+                "priced_wait",
+                f"{why}; but what stays raw ({raw:,} tokens) leaves no room for a memory under "
+                f"the priced goal {plan.goal:,}: not worth a rebuild yet",
+            )
     if not layout.regions:
         raise PassThrough(
             "nothing_to_compile",
@@ -64,6 +80,13 @@ def build(
     else:
         kind = "append"
     segments, view, view_tokens = built
+    if kind == "append":
+        first_new = len(segments) - 1
+    else:
+        old = state.frozen.segments if state.frozen is not None else ()
+        first_new = next(
+            (k for k, s in enumerate(segments) if k >= len(old) or s is not old[k]), len(segments)
+        )
     if view_tokens > plan.fit_limit:
         raise PassThrough(
             "cannot_fit",
@@ -90,7 +113,8 @@ def build(
         dialect=plan.dialect.name,
     )
     state.rebuilds += 1
-    return Outcome("compiled", "compiled", why, body, headers, view_tokens, segments, kind)
+    kept = prefix_tokens(plan, segments, first_new)
+    return Outcome("compiled", "compiled", why, body, headers, view_tokens, segments, kind, kept)
 
 
 def headroom(options: SessionOptions, plan: RequestPlan, *, whole: bool = False) -> int:
@@ -125,13 +149,15 @@ def _layout(options: SessionOptions, plan: RequestPlan) -> Layout:
     big tool outputs in the raw tail would otherwise fill the window right after a build,
     and every request would rebuild (a cache miss each)."""
     entries = plan.entries
-    want = headroom(options, plan, whole=True)
+    ceiling = plan.fit_limit - headroom(options, plan, whole=True)
+    if plan.goal is not None:
+        ceiling = min(ceiling, plan.goal)
     keep_recent = options.keep_recent_messages
     least = options.min_recent_messages or 0
     layout = plan_layout(entries, keep_recent)
     for keep in range(keep_recent - 2, least - 1, -2):
         raw = plan.tokens_before - sum(raw_tokens(entries, r) for r in layout.regions)
-        if raw + MIN_BUDGET + want <= plan.fit_limit:
+        if raw + MIN_BUDGET <= ceiling:
             break
         shorter = plan_layout(entries, keep)
         if shorter.tail == layout.tail:
@@ -266,6 +292,11 @@ def _budgets(
         if available - leave >= MIN_BUDGET:
             room = available - leave
             break
+    if plan.goal is not None:
+        # The cost account's goal: as deep as it says, and never shallower than the window's
+        # rule; a rebuild the target demands goes as deep as a memory can (the cheapest).
+        priced = available - max(0, plan.fit_limit - plan.goal)
+        room = min(room, max(MIN_BUDGET, priced))
     if sum(wanted) <= (available if explicit else room):
         return wanted, reusable
     kept = sum(segment.tokens for segment in reusable.values())

@@ -15,12 +15,14 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from .._core.errors import InvalidOptionError
+from ._account import assess, charge
 from ._client import acall, call
 from ._decision import Decision
 from ._meter import learned_factor
@@ -89,6 +91,11 @@ class AutomaticChatSession:
         api: str | None = None,
         thinking_prefix: str = "drop_block",
         compiler: Callable[..., Any] | None = None,
+        cost_policy: str = "priced",
+        cache_ttl_s: float | None = None,
+        max_overshoot: float = 0.01,
+        payback_requests: int = 4,
+        compile_floor: int = 32_000,
         options: SessionOptions | None = None,
     ) -> None:
         keywords = {
@@ -112,6 +119,11 @@ class AutomaticChatSession:
             "api": api,
             "thinking_prefix": thinking_prefix,
             "compiler": compiler,
+            "cost_policy": cost_policy,
+            "cache_ttl_s": cache_ttl_s,
+            "max_overshoot": max_overshoot,
+            "payback_requests": payback_requests,
+            "compile_floor": compile_floor,
         }
         if options is None:
             options = SessionOptions(**keywords)
@@ -271,13 +283,23 @@ class AutomaticChatSession:
         context_target: int | None = None,
         budget_tokens: int | None = None,
         thinking_prefix: str | None = None,
+        now: float | None = None,
+        cache_ttl_s: float | None = None,
     ) -> PreparedRequest:
         """Decide one request body in any supported format without sending it.
 
         ``request`` is what the SDK method would receive (or the JSON body a gateway received).
-        On pass-through the body is the very ``request`` object (as a dict).
+        On pass-through the body is the very ``request`` object (as a dict). ``now`` is when the
+        request is sent, in seconds since the epoch (default: the clock): the cost account
+        compares it with the provider's cache lifetime (``cache_ttl_s`` for this request, else
+        the option, else what the request's format says).
         """
+        now = time.time() if now is None else now
         dialect = dialect_for(api or self.options.api, request)
+        pricing = dialect.cache_pricing(request)
+        ttl = cache_ttl_s if cache_ttl_s is not None else self.options.cache_ttl_s
+        if ttl is not None:
+            pricing = replace(pricing, ttl_s=float(ttl))
         if thinking_prefix is not None:
             check_choice("thinking_prefix", thinking_prefix, THINKING_PREFIX)
         with self._lock:
@@ -295,7 +317,14 @@ class AutomaticChatSession:
                 explicit_budget=budget_tokens,
                 thinking_prefix=thinking_prefix or self.options.thinking_prefix,
             )
-            outcome = decide(self.options, state, plan)
+            verdict = (
+                assess(self.options, state.account, pricing, plan, now)
+                if plan.tokens_before > 0
+                else None
+            )
+            outcome = decide(self.options, state, plan, verdict)
+            if verdict is not None:
+                charge(state.account, verdict, plan, outcome, now)
             if outcome.code == "agent_compaction":
                 self._compacted(NativeEvent(dialect.name, "completed", outcome.reason))
             decision = plan.decision(outcome, state.rebuilds)
@@ -304,10 +333,11 @@ class AutomaticChatSession:
                 state.last_sent = (outcome.tokens_after, plan.encoding)
         _LAST_DECISION.set(decision)
         logger.info(
-            "request %d %s [%s]: %s (%s -> %s tokens, rebuilds %d)",
+            "request %d %s [%s%s]: %s (%s -> %s tokens, rebuilds %d)",
             decision.request,
             decision.action,
             decision.code,
+            f" {decision.rebuild}" if decision.rebuild else "",
             decision.reason,
             decision.tokens_before,
             decision.tokens_after,

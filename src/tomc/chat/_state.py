@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._core.errors import SessionStateError
+from ._account import CostAccount
 from ._conversation import Entry
 from ._layout import HISTORY, WORK, Region
 from ._native import NativeEvent, NativeState
@@ -87,11 +88,13 @@ class ConversationState:
     margins: dict[str, float] = field(default_factory=dict)
     usage_hint: int | None = None
     last_sent: tuple[int, str] | None = None
+    account: CostAccount = field(default_factory=CostAccount)
 
     def snapshot(self) -> ConversationState:
         """A copy that later requests of the session do not change."""
         return replace(
             self,
+            account=replace(self.account),
             native=replace(self.native),
             thresholds_done=set(self.thresholds_done),
             margins=dict(self.margins),
@@ -120,6 +123,7 @@ class ConversationState:
                 if self.last_sent is not None
                 else None
             ),
+            "account": _account_data(self.account),
         }
         return json.dumps(data, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
 
@@ -159,6 +163,7 @@ class ConversationState:
             },
             usage_hint=top.get("usage_hint", int, True),
             last_sent=(last.get("tokens", int), last.get("counter", str)) if last else None,
+            account=_read_account(top.sub("account") if "account" in top.data else None),
         )
 
 
@@ -204,7 +209,35 @@ def _item_role(item: Any) -> str:
     return str(item.get("role", "user")) if isinstance(item, dict) else "user"
 
 
+def _account_data(account: CostAccount) -> dict[str, Any]:
+    return {
+        "direct": float.hex(account.direct),
+        "sent": float.hex(account.sent),
+        "direct_prompt": account.direct_prompt,
+        "sent_prompt": account.sent_prompt,
+        "seen_at": float.hex(account.seen_at) if account.seen_at is not None else None,
+        "growth": float.hex(account.growth),
+        "floor": account.floor,
+    }
+
+
 # ----------------------------------------------------------------------------- decoding
+
+
+def _read_account(fields: _Fields | None) -> CostAccount:
+    """The cost account; a state saved before accounts existed starts an empty one."""
+    if fields is None:
+        return CostAccount()
+    seen = fields.get("seen_at", str, True)
+    return CostAccount(
+        direct=_hex_float(fields.get("direct", str), "account.direct"),
+        sent=_hex_float(fields.get("sent", str), "account.sent"),
+        direct_prompt=fields.get("direct_prompt", int),
+        sent_prompt=fields.get("sent_prompt", int),
+        seen_at=_hex_float(seen, "account.seen_at") if seen is not None else None,
+        growth=_hex_float(fields.get("growth", str), "account.growth"),
+        floor=fields.get("floor", int),
+    )
 
 
 class _Fields:

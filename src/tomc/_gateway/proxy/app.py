@@ -303,6 +303,7 @@ class Gateway:
                     api=api,
                     context_target=target,
                     thinking_prefix=options.thinking_prefix or self.settings.thinking_prefix,
+                    cache_ttl_s=self.settings.cache_ttl_s,
                 )
             )
         except Exception as exc:  # fail open: the agent's request must go out as it came

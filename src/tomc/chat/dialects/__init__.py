@@ -9,6 +9,7 @@ entry there, or a :func:`register_dialect` call.
 from __future__ import annotations
 
 from ._base import Dialect, PassThrough
+from ._pricing import CachePricing
 from ._registry import (
     DEFAULT_DIALECT,
     DIALECTS,
@@ -22,6 +23,7 @@ from ._wire import Upstream, WireUsage
 __all__ = [
     "DEFAULT_DIALECT",
     "DIALECTS",
+    "CachePricing",
     "Dialect",
     "PassThrough",
     "Upstream",

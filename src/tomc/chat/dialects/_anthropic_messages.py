@@ -35,6 +35,7 @@ from .._conversation import (
 )
 from .._injected import split_parts
 from ._base import BaseDialect, PassThrough, as_mapping, canonical_digest
+from ._pricing import CachePricing, anthropic_pricing
 from ._wire import Upstream, WireUsage, count, first_user_content
 
 __all__ = ["ANTHROPIC", "BINDING_BETA", "AnthropicMessages", "is_compaction_request"]
@@ -173,6 +174,9 @@ class AnthropicMessages(BaseDialect):
     upstreams: ClassVar[tuple[Upstream, ...]] = (ANTHROPIC,)
     billing: ClassVar[str] = "anthropic"
     usage_marks: ClassVar[tuple[bytes, ...]] = (b"usage", b"input_transformations")
+
+    def cache_pricing(self, request: Mapping[str, Any]) -> CachePricing:
+        return anthropic_pricing([control for _, control in _breakpoints(request)])
 
     def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
         messages = self._list(request)

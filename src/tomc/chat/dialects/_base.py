@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from .._conversation import Entry, pairing_problems
+from ._pricing import DEFAULT_PRICING, CachePricing
 from ._wire import Upstream, WireUsage
 
 __all__ = [
@@ -146,6 +147,10 @@ class Dialect(Protocol):
     def endpoint(self, client: Any) -> Callable[..., Any] | None:
         """The client's method that sends this format, or ``None`` when it has none."""
 
+    def cache_pricing(self, request: Mapping[str, Any]) -> CachePricing:
+        """What the provider charges to write and read this request's prompt cache, and how
+        long the cache lives (:class:`~tomc.chat.dialects.CachePricing`)."""
+
     # ------------------------------------------------------------------ wire facts
 
     #: The endpoints its requests go to; :meth:`upstream` picks one (the first by default).
@@ -270,6 +275,9 @@ class BaseDialect:
 
     def cache_memory(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         return body  # OpenAI formats cache every prefix on their own
+
+    def cache_pricing(self, request: Mapping[str, Any]) -> CachePricing:
+        return DEFAULT_PRICING
 
     def prompt_tokens(self, response: Any) -> int | None:
         usage = response.get("usage") if isinstance(response, Mapping) else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ._pricing import CachePricing, openai_pricing
 from ._wire import Upstream, WireUsage, whole_prompt_usage
 
 __all__ = ["CHATGPT", "OPENAI", "OpenAIWire", "openai_usage"]
@@ -40,6 +41,9 @@ class OpenAIWire:
 
     def upstream(self, headers: Mapping[str, str]) -> Upstream:
         return CHATGPT if "chatgpt-account-id" in headers else OPENAI
+
+    def cache_pricing(self, request: Mapping[str, Any]) -> CachePricing:
+        return openai_pricing(request)
 
     def error_body(self, status: int, message: str, kind: str) -> dict[str, Any]:
         return {"error": {"message": message, "type": kind, "param": None, "code": None}}

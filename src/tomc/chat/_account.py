@@ -1,0 +1,159 @@
+"""The conversation's cost account: what its requests were billed, against going direct.
+
+Under prompt caching a rewrite is a purchase: everything after its first changed byte is
+written into the provider's cache again (1.25x an input token on Anthropic and on OpenAI's
+newest models), while going direct would have read the whole old prefix back at 0.1x. Each
+later request then saves 0.1x of what the rewrite dropped. So compiling a prompt of ``C``
+tokens down to ``T`` pays back after ``(w T - r C) / (r (C - T))`` requests (``w``, ``r`` the
+write and read prices): about 100 requests when ``T = 0.9 C``, about 4 when ``T = 0.3 C``.
+
+The account keeps, in the session's own token estimates, what every request so far would have
+been billed direct (:attr:`CostAccount.direct`) and what was billed for what TOMC sent
+(:attr:`CostAccount.sent`). :func:`assess` turns it into a :class:`Verdict` for one request:
+
+- **how deep** a rebuild goes (:attr:`Verdict.goal`): the prompt it leaves must pay back within
+  ``payback_requests`` requests, and the rebuild request may cost more than the same request
+  direct by no more than the savings banked so far plus ``max_overshoot`` of what direct would
+  have billed so far: a conversation is never billed much above direct at any request;
+- **when** to rebuild before the context target (:attr:`Verdict.trigger`): the prompt size at
+  which one more rebuild costs less than carrying the grown prompt, from the size a rebuild
+  leaves and the rate the prompt grows (the classic ordering-cost square root:
+  ``T_low + sqrt(2 (w - r) T_low D / r)``), never below ``compile_floor``;
+- **a cold cache** (:attr:`Verdict.cold`): a request that comes after a pause longer than the
+  cache's lifetime is a full cache write direct as well, so a deep rewrite costs nothing extra.
+
+Everything here is pure arithmetic on the account, the plan and the time given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ._options import SessionOptions
+from ._plan import Outcome, RequestPlan
+from .dialects import CachePricing
+
+__all__ = ["CostAccount", "Verdict", "assess", "charge"]
+
+#: How much of a new growth figure the running estimate takes (an exponential average).
+_GROWTH_WEIGHT = 0.3
+
+
+@dataclass
+class CostAccount:
+    """What a conversation was billed so far and what going direct would have cost, in
+    uncached-input-token equivalents of the session's own token estimates."""
+
+    #: Billed input had every request gone out unchanged.
+    direct: float = 0.0
+    #: Billed input of what was sent.
+    sent: float = 0.0
+    #: The latest request's prompt as the client sent it, and as it went out.
+    direct_prompt: int = 0
+    sent_prompt: int = 0
+    #: When the latest request was prepared (seconds since the epoch), ``None`` before any.
+    seen_at: float | None = None
+    #: How many tokens the client's prompt grows per request (a running average).
+    growth: float = 0.0
+    #: The prompt a rebuild last left (0 before the first).
+    floor: int = 0
+
+    @property
+    def saved(self) -> float:
+        """What TOMC saved so far (negative when it cost more)."""
+        return self.direct - self.sent
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the account says about one request (see the module docstring)."""
+
+    pricing: CachePricing
+    #: The cache has expired since the latest request (or there was none).
+    cold: bool
+    #: What this request costs sent unchanged.
+    direct_cost: float
+    #: The largest prompt a rebuild of this request should leave.
+    goal: int
+    #: The prompt size from which a rebuild pays before the target demands one.
+    trigger: int
+
+    def describe(self) -> str:
+        state = "cold cache" if self.cold else "warm cache"
+        return f"{state}, rebuild goal {self.goal:,}, priced trigger {self.trigger:,}"
+
+
+def is_cold(account: CostAccount, pricing: CachePricing, now: float) -> bool:
+    """Whether nothing of the conversation is cached any more when a request comes at ``now``."""
+    return account.seen_at is None or now - account.seen_at > pricing.ttl_s
+
+
+def _direct_cost(account: CostAccount, pricing: CachePricing, prompt: int, cold: bool) -> float:
+    cached = account.direct_prompt if not cold and prompt >= account.direct_prompt else 0
+    return pricing.read * cached + pricing.write * (prompt - cached)
+
+
+def assess(
+    options: SessionOptions,
+    account: CostAccount,
+    pricing: CachePricing,
+    plan: RequestPlan,
+    now: float,
+) -> Verdict:
+    """The account's verdict on ``plan``, a request prepared at ``now``."""
+    write, read = pricing.write, pricing.read
+    prompt = plan.tokens_before
+    cold = is_cold(account, pricing, now)
+    direct_cost = _direct_cost(account, pricing, prompt, cold)
+    # A rebuild that pays back within k requests leaves at most this share of the prompt.
+    k = options.payback_requests
+    goal = prompt * read * (1 + k) / (write + k * read)
+    if not cold:
+        # What the rebuild request may cost above direct's price of the same request: the
+        # savings banked so far, plus a sliver of what direct has billed so far.
+        allowance = options.max_overshoot * account.direct + account.saved
+        kept = plan.fixed_tokens  # the instructions and tools stay cached through a rebuild
+        afford = kept + (direct_cost + allowance - read * kept) / write
+        goal = min(goal, afford)
+    goal = max(0, int(goal))
+    low = account.floor or goal
+    growth = max(account.growth, 1.0)
+    top = low + math.sqrt(2 * (write - read) * low * growth / read) if low > 0 else 0
+    trigger = max(options.compile_floor, int(top))
+    if cold:
+        trigger = max(options.compile_floor, goal)
+    return Verdict(pricing, cold, direct_cost, goal, trigger)
+
+
+def charge(
+    account: CostAccount, verdict: Verdict, plan: RequestPlan, outcome: Outcome, now: float
+) -> None:
+    """Enter one decided request in ``account``: what it cost as sent and what it would have
+    cost direct."""
+    pricing = verdict.pricing
+    before, after = plan.tokens_before, outcome.tokens_after
+    if verdict.cold:
+        kept = 0
+    elif outcome.action == "compiled":
+        kept = outcome.kept_prefix
+    elif account.sent_prompt == account.direct_prompt and outcome.action == "passthrough":
+        kept = account.sent_prompt  # unchanged after unchanged: the whole old prompt
+    elif outcome.action == "reused":
+        kept = account.sent_prompt  # the frozen view only grows between rebuilds
+    else:
+        kept = plan.fixed_tokens  # unchanged after a rewrite: only the instructions match
+    kept = min(kept, after)
+    if account.seen_at is not None and before >= account.direct_prompt:
+        grown = before - account.direct_prompt
+        account.growth = (
+            float(grown)
+            if account.growth == 0
+            else (1 - _GROWTH_WEIGHT) * account.growth + _GROWTH_WEIGHT * grown
+        )
+    account.direct += verdict.direct_cost
+    account.sent += pricing.read * kept + pricing.write * (after - kept)
+    account.direct_prompt, account.sent_prompt = before, after
+    account.seen_at = float(now)
+    if outcome.action == "compiled" and outcome.rebuild != "append":
+        account.floor = after

@@ -1,0 +1,80 @@
+"""What a provider charges for its prompt cache, as each wire format's request tells it.
+
+A :class:`CachePricing` is three facts of one request: what writing a token into the cache costs
+and what reading one back costs, both relative to an uncached input token, and how long a cached
+prefix lives without use. The session's cost account (:mod:`tomc.chat._account`) prices every
+rewrite with them; each dialect reads them from its own request (``cache_pricing``).
+
+- Anthropic Messages: writes 1.25x (2x for a ``"ttl": "1h"`` breakpoint), reads 0.1x; the
+  lifetime is the ``ttl`` of the request's last ``cache_control`` breakpoint, 5 minutes when
+  it names none (platform.claude.com, prompt caching).
+- OpenAI (Responses, Chat Completions): reads 0.1x; writes cost what uncached input costs,
+  except on the models that bill cache writes (1.25x: the GPT-5.6 family and later); cached
+  prefixes live 5 to 10 minutes without use (in memory, taken here as 10), 24 hours with
+  ``"prompt_cache_retention": "24h"`` (developers.openai.com, prompt caching).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ANTHROPIC_TTL_S",
+    "DEFAULT_PRICING",
+    "OPENAI_TTL_S",
+    "CachePricing",
+    "anthropic_pricing",
+    "openai_pricing",
+]
+
+#: Anthropic's cache lifetimes by ``ttl`` value, and what a write of each costs.
+ANTHROPIC_TTL_S = {"5m": 300.0, "1h": 3600.0}
+_ANTHROPIC_WRITE = {"5m": 1.25, "1h": 2.0}
+#: OpenAI's lifetimes: in memory (documented as 5 to 10 minutes of inactivity) and extended.
+OPENAI_TTL_S = {"in_memory": 600.0, "24h": 86_400.0}
+#: OpenAI models whose cache writes are billed at 1.25x: the GPT-5.6 family and later.
+_OPENAI_PRICED_WRITES = re.compile(r"^gpt-(?:5\.(?:[6-9]|\d\d)|[6-9])")
+CACHE_READ = 0.1
+
+
+@dataclass(frozen=True)
+class CachePricing:
+    """A provider's prompt-cache prices for one request (relative to an uncached input token)
+    and how long a cached prefix lives without use."""
+
+    write: float
+    read: float
+    ttl_s: float
+
+    def __post_init__(self) -> None:
+        if not (self.write > 0 and 0 <= self.read < self.write and self.ttl_s >= 0):
+            raise ValueError(f"cache prices must satisfy 0 <= read < write, ttl >= 0: {self}")
+
+
+#: A format that says nothing of its cache is priced as the dearest documented one: writes at
+#: 1.25x, reads at 0.1x, five minutes.
+DEFAULT_PRICING = CachePricing(1.25, CACHE_READ, 300.0)
+
+
+def anthropic_pricing(breakpoints: list[Mapping[str, Any]]) -> CachePricing:
+    """Anthropic's prices for a request whose ``cache_control`` values are ``breakpoints``
+    (in prefix order): the last one says how long the history's cache lives."""
+    ttl = "5m"
+    if breakpoints:
+        named = breakpoints[-1].get("ttl")
+        if named in ANTHROPIC_TTL_S:
+            ttl = str(named)
+    return CachePricing(_ANTHROPIC_WRITE[ttl], CACHE_READ, ANTHROPIC_TTL_S[ttl])
+
+
+def openai_pricing(request: Mapping[str, Any]) -> CachePricing:
+    """OpenAI's prices for a Responses or Chat Completions request (its model and
+    ``prompt_cache_retention``)."""
+    model = request.get("model")
+    write = 1.25 if isinstance(model, str) and _OPENAI_PRICED_WRITES.match(model) else 1.0
+    retention = request.get("prompt_cache_retention")
+    ttl = OPENAI_TTL_S["24h"] if retention == "24h" else OPENAI_TTL_S["in_memory"]
+    return CachePricing(write, CACHE_READ, ttl)

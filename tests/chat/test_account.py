@@ -1,0 +1,157 @@
+"""The cost account and the priced policy: what a rewrite costs under prompt caching.
+
+The account prices requests in the session's own estimates; the checks here price what was
+actually sent with an independent oracle (the simulator's whole-message prefix cache, billed as
+OpenAI bills a Chat Completions request of a model without priced writes: cached input from
+1,024 tokens in 128-token steps at 0.1x, the rest at 1x), request by request. The real agent
+CLIs are priced as each provider bills in ``tests/gateway/test_real_agents.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tomc import InvalidOptionError
+from tomc.chat import AutomaticChatSession
+from tomc.chat._workloads import agent_workload
+from tomc.chat.dialects import DIALECTS, CachePricing
+from tomc.chat.simulate import _Pricer, _Tokens, memory_marks
+
+START = 1_800_000_000.0
+
+
+def test_each_format_reads_its_cache_prices_from_the_request():
+    messages, responses, chat = DIALECTS["messages"], DIALECTS["responses"], DIALECTS["chat"]
+    plain = {"model": "claude-opus-4-8", "messages": [{"role": "user", "content": "hi"}]}
+    assert messages.cache_pricing(plain) == CachePricing(1.25, 0.1, 300.0)
+    hour = {
+        "model": "claude-opus-4-8",
+        "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "x",
+                        "cache_control": {"type": "ephemeral", "ttl": "1h"},
+                    }
+                ],
+            }
+        ],
+    }
+    assert messages.cache_pricing(hour) == CachePricing(2.0, 0.1, 3600.0)
+    # OpenAI: writes cost extra only on the models that bill them; retention from the request.
+    assert responses.cache_pricing({"model": "gpt-6.2-sol"}) == CachePricing(1.25, 0.1, 600.0)
+    assert responses.cache_pricing({"model": "gpt-4o"}) == CachePricing(1.0, 0.1, 600.0)
+    kept = {"model": "gpt-4o", "prompt_cache_retention": "24h"}
+    assert chat.cache_pricing(kept) == CachePricing(1.0, 0.1, 86_400.0)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"cost_policy": "cheapest"},
+        {"max_overshoot": 1.5},
+        {"payback_requests": 0},
+        {"cache_ttl_s": -1},
+        {"compile_floor": 0},
+    ],
+)
+def test_bad_cost_options_are_refused_by_name(options):
+    name = next(iter(options))
+    with pytest.raises(InvalidOptionError, match=name):
+        AutomaticChatSession(**options)
+
+
+def replay(session: AutomaticChatSession, turns: int = 40, gap_s: float = 10.0):
+    """Each request of a synthetic agent session through ``session``, priced by the oracle
+    sent and direct: ``(decisions, direct bills, sent bills)`` per request, cumulative."""
+    tokens = _Tokens()
+    direct, sent = _Pricer("openai"), _Pricer("openai")
+    decisions, direct_bills, sent_bills = [], [], []
+    now = START
+    for history in agent_workload("priced", turns=turns, window=1_000_000).replay():
+        now += gap_s
+        prepared = session.prepare_request(
+            {"model": "simulated", "messages": history, "max_tokens": 1024}, api="chat", now=now
+        )
+        body = prepared.body["messages"]
+        chain, total = tokens.chain(body)
+        session.observe_usage(total)
+        sent.charge(chain, total, memory_marks(body))
+        chain, total = tokens.chain(history)
+        direct.charge(chain, total)
+        decisions.append(prepared.decision)
+        direct_bills.append(direct.billed)
+        sent_bills.append(sent.billed)
+    return decisions, direct_bills, sent_bills
+
+
+def test_a_conversation_never_rewritten_bills_what_direct_bills():
+    session = AutomaticChatSession(deployment_context_limit=1_000_000, compile_floor=10**9)
+    decisions, direct, sent = replay(session, turns=12)
+    assert {d.action for d in decisions} == {"passthrough"}
+    assert sent == direct
+    account = session.state.account
+    assert account.sent == pytest.approx(account.direct)
+
+
+def test_the_priced_policy_is_never_far_above_direct_and_well_below_it_at_the_end():
+    # No target: every rebuild is one the account chose because it pays.
+    session = AutomaticChatSession(deployment_context_limit=1_000_000, compile_floor=8_000)
+    decisions, direct, sent = replay(session)
+    assert any(d.action == "compiled" for d in decisions)
+    worst = max(s / d for s, d in zip(sent, direct, strict=True))
+    assert worst <= 1.02, f"billed {worst:.3f}x direct at some request"
+    assert sent[-1] <= 0.8 * direct[-1]
+    # The account's own estimate agrees with the oracle within a few percent.
+    account = session.state.account
+    assert account.direct == pytest.approx(direct[-1], rel=0.05)
+    assert account.sent == pytest.approx(sent[-1], rel=0.08)
+
+
+def test_the_window_policy_rebuilds_only_when_the_target_demands():
+    session = AutomaticChatSession(
+        deployment_context_limit=1_000_000, compile_floor=8_000, cost_policy="window"
+    )
+    decisions, _, _ = replay(session, turns=20)
+    assert {d.action for d in decisions} == {"passthrough"}
+
+
+def long_history() -> list[dict]:
+    *_, history = agent_workload("pause", turns=14, window=1_000_000).replay()
+    return history
+
+
+def seen_at_start(history: list[dict], **options) -> AutomaticChatSession:
+    """A session that saw ``history`` less its last steps at :data:`START`, sent unchanged."""
+    probe = AutomaticChatSession(deployment_context_limit=1_000_000, compile_floor=10**9)
+    body = {"model": "simulated", "messages": history[:-2], "max_tokens": 1024}
+    assert probe.prepare_request(body, api="chat", now=START).decision.action == "passthrough"
+    session = AutomaticChatSession(deployment_context_limit=1_000_000, **options)
+    session.state = probe.state
+    return session
+
+
+@pytest.mark.parametrize("gap_s, cold", [(60.0, False), (601.0, True)])
+def test_a_request_after_the_cache_expired_is_compiled_deep(gap_s, cold):
+    history = long_history()
+    session = seen_at_start(history, compile_floor=8_000)
+    body = {"model": "simulated", "messages": history, "max_tokens": 1024}
+    decision = session.prepare_request(body, api="chat", now=START + gap_s).decision
+    assert ("cold cache" in decision.reason) is cold
+    if cold:
+        assert decision.action == "compiled"
+        assert decision.tokens_after <= 0.4 * decision.tokens_before
+
+
+def test_the_cache_lifetime_comes_from_the_options_or_the_call():
+    history = long_history()
+    body = {"model": "simulated", "messages": history, "max_tokens": 1024}
+    for ttl, per_call, cold in ((None, None, True), (3600.0, None, False), (None, 3600.0, False)):
+        session = seen_at_start(history, compile_floor=8_000, cache_ttl_s=ttl)
+        decision = session.prepare_request(
+            body, api="chat", now=START + 900.0, cache_ttl_s=per_call
+        ).decision
+        assert ("cold cache" in decision.reason) is cold, (ttl, per_call, decision.reason)
