@@ -55,13 +55,115 @@ def table(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
+#: The defaults matrix: (agent, steps, characters per output, pause after step or None).
+#: Claude Code's default target is 392K (Opus 4.8, 1M window), Codex's 180K (gpt-6.2-sol); the
+#: priced policy may rewrite well before them.
+DEFAULT_CELLS: tuple[tuple[str, int, int, int | None], ...] = (
+    ("claude", 12, 28_000, None),  # ends before any rewrite
+    ("claude", 20, 28_000, None),  # within 10 requests of the first rewrite
+    ("claude", 42, 28_000, None),  # just past the 392K default target direct
+    ("claude", 42, 28_000, 20),  # the same with a pause longer than the cache lifetime
+    ("claude", 93, 28_000, None),  # near the 1M window
+    ("claude", 150, 12_000, None),  # a long session of smaller outputs
+    ("codex", 30, 12_000, None),  # ends below the 180K default target
+    ("codex", 56, 12_000, None),  # just past it
+    ("codex", 56, 12_000, 28),  # with a pause
+    ("codex", 104, 12_000, None),  # direct compacts itself once
+)
+#: The pause in the matrix: the cache lives ``TTL_S`` seconds, the pause lasts ``PAUSE_S``.
+PAUSE_S, TTL_S = 6.0, 3.0
+
+
+def defaults_row(direct: RunResult, tomc: RunResult) -> dict[str, object]:
+    """One cell of the defaults matrix: what TOMC billed against direct, at the end, at its
+    worst step, and on the first request after a pause."""
+    paused = [run.after_pause() for run in (direct, tomc)]
+    after = (
+        paused[1].billed_input / paused[0].billed_input
+        if paused[0] is not None and paused[1] is not None and paused[0].billed_input
+        else None
+    )
+    return {
+        "agent": tomc.agent,
+        "steps": tomc.script.steps,
+        "chars": tomc.script.output_chars,
+        "pause": tomc.script.pause_after_step,
+        "direct_largest": direct.largest_prompt,
+        "tomc_largest": tomc.largest_prompt,
+        "direct_compactions": direct.compactions,
+        "tomc_compactions": tomc.compactions,
+        "end": tomc.billed_input / direct.billed_input,
+        "worst": tomc.worst_ratio(direct),
+        "after_pause": after,
+        "errors": len(tomc.client_errors),
+        "kept": tomc.evidence_kept,
+        "finished": direct.finished and tomc.finished,
+    }
+
+
+def defaults_table(rows: list[dict[str, object]]) -> str:
+    lines = [
+        "| agent | session | direct: largest prompt (own compactions) | `tomc run`: largest prompt "
+        "(own compactions) | billed vs direct | worst step | first request after the pause "
+        "| 4xx | facts kept |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in rows:
+        pause = f", pause after step {r['pause']}" if r["pause"] else ""
+        after = f"{r['after_pause']:.2f}x" if r["after_pause"] is not None else "-"
+        kept, facts = r["kept"]  # type: ignore[misc]
+        lines.append(
+            f"| {r['agent']} | {r['steps']} x {r['chars']:,}{pause} "
+            f"| {r['direct_largest']:,} ({r['direct_compactions']}) "
+            f"| {r['tomc_largest']:,} ({r['tomc_compactions']}) | {r['end']:.2f}x "
+            f"| {r['worst']:.3f}x | {after} | {r['errors']} | {kept}/{facts} |"
+        )
+    return "\n".join(lines)
+
+
+def run_defaults(agents: list[str]) -> int:
+    """Both CLIs at their true defaults (nothing shortened), direct and through ``tomc run``."""
+    rows = []
+    for agent, steps, chars, pause in DEFAULT_CELLS:
+        if agent not in agents:
+            continue
+        script = Script(steps=steps, output_chars=chars)
+        if pause is not None:
+            script = Script(
+                steps=steps,
+                output_chars=chars,
+                pause_after_step=pause,
+                pause_s=PAUSE_S,
+                cache_ttl_s=TTL_S,
+            )
+        runs = {}
+        for mode in ("direct", "tomc"):
+            print(f"running {agent} {steps} x {chars} {mode} ...", file=sys.stderr, flush=True)
+            runs[mode] = run_session(agent, mode, script=script, settings={}, timeout_s=1800)
+        rows.append(defaults_row(runs["direct"], runs["tomc"]))
+    print(
+        "## Real agents at their true defaults, direct and through `tomc run` "
+        f"(tokens: {COUNTER_NAME}; a pause lasts {PAUSE_S:g} s, the cache {TTL_S:g} s)\n"
+    )
+    print(defaults_table(rows))
+    print("\nCommand: `python -m benchmarks.real_agents --defaults`")
+    return 0 if all(r["finished"] for r in rows) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=64, help="tool steps in the session")
     parser.add_argument("--output-chars", type=int, default=4000, help="characters per output")
     parser.add_argument("--agents", default=",".join(AGENTS), help="claude,codex")
     parser.add_argument("--json", action="store_true", help="also print each run's summary")
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="the matrix at the agents' true defaults (sessions of every length, with pauses)",
+    )
     args = parser.parse_args(argv)
+    if args.defaults:
+        return run_defaults([a.strip() for a in args.agents.split(",") if a.strip()])
     script = Script(steps=args.steps, output_chars=args.output_chars)
     results: list[RunResult] = []
     missing = []

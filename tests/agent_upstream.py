@@ -99,6 +99,7 @@ __all__ = [
     "McpScript",
     "Script",
     "count_tokens",
+    "probe_script",
     "write_workspace",
 ]
 
@@ -228,16 +229,31 @@ class Script:
     #: How long a cached prefix lives without use, in seconds, for both providers (``None``:
     #: each provider's documented lifetimes).
     cache_ttl_s: float | None = None
+    #: Later values of some facts, ``name: (step, value)``: that step's file sets it again, so
+    #: the value a reader must report is the later one (see :meth:`current`).
+    changes: Mapping[str, tuple[int, str]] = field(default_factory=dict)
+    #: Files the agent edits, ``step: path``: that step's command also rewrites the file.
+    edits: Mapping[int, str] = field(default_factory=dict)
 
     def file_name(self, step: int) -> str:
         return f"data/step_{step:02d}.log"
 
+    def current(self) -> dict[str, str]:
+        """Each fact's value as the session ends (the latest one set)."""
+        return {
+            name: self.changes[name][1] if name in self.changes else value
+            for name, value in self.facts.items()
+        }
+
     def command(self, step: int) -> str:
-        """The shell command of ``step``: print its file (after the pause, if it is there)."""
-        cat = f"cat {self.file_name(step)}"
+        """The shell command of ``step``: print its file (after the pause, if it is there),
+        and edit a file when the script says so."""
+        command = f"cat {self.file_name(step)}"
         if step == self.pause_after_step and self.pause_s > 0:
-            return f"sleep {self.pause_s:g} && {cat}"
-        return cat
+            command = f"sleep {self.pause_s:g} && {command}"
+        if step in self.edits:
+            command += f" && sed -i 's/^revision = .*/revision = {step}/' {self.edits[step]}"
+        return command
 
     def ttl_s(self, named: float) -> float:
         """A cache entry's lifetime: the script's, else the provider's ``named`` one."""
@@ -249,6 +265,9 @@ class Script:
         if step <= len(facts):
             name, value = facts[step - 1]
             lines.append(f"{name} = {value}")
+        for name, (at, value) in self.changes.items():
+            if at == step:
+                lines.append(f"{name} = {value}")
         number = 0
         while sum(len(line) + 1 for line in lines) < self.output_chars:
             number += 1
@@ -267,6 +286,33 @@ class Script:
             f"then report the values of {', '.join(self.facts)} that the logs define, and say "
             f"'{FINAL_MARK}'."
         )
+
+
+def probe_script(steps: int, output_chars: int, **options: Any) -> Script:
+    """A fidelity probe: 20 exact values (numbers, paths, identifiers) planted in the first 20
+    files, a third of them set again halfway through the session, and 8 files the agent edits
+    along the way; ``options`` are further :class:`Script` fields (a pause, say)."""
+    if steps < 24:
+        raise ValueError("a fidelity probe needs at least 24 steps")
+    facts: dict[str, str] = {}
+    for k in range(20):
+        kind = ("limit", "path", "id")[k % 3]
+        if kind == "limit":
+            facts[f"probe_limit_{k:02d}"] = str(90_000_000 + 7_919 * (k + 1))
+        elif kind == "path":
+            facts[f"probe_path_{k:02d}"] = f"/srv/probe/{k:02d}/settings-{k * 37:03d}.yaml"
+        else:
+            facts[f"probe_id_{k:02d}"] = f"svc-{hashlib.sha1(str(k).encode()).hexdigest()[:10]}"
+    changed = list(facts)[::3]  # 7 of 20
+    first, last = steps // 2, (3 * steps) // 4
+    changes = {
+        name: (first + (i * (last - first)) // len(changed), f"{facts[name]}-v2")
+        for i, name in enumerate(changed)
+    }
+    edits = {2 + (i * (steps - 3)) // 8: f"src/module_{i}.py" for i in range(8)}
+    return Script(
+        steps=steps, output_chars=output_chars, facts=facts, changes=changes, edits=edits, **options
+    )
 
 
 @dataclass(frozen=True)
@@ -300,6 +346,10 @@ def write_workspace(folder: str | Path, script: Script) -> Path:
         path = root / script.file_name(step)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(script.file_text(step))
+    for edited in script.edits.values():
+        path = root / edited
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("revision = 0\n")
     return root
 
 
@@ -338,6 +388,9 @@ class AgentRequest:
     cache_read_tokens: int = 0
     output_tokens: int = 0
     facts_present: dict[str, bool] = field(default_factory=dict)
+    #: Whether each fact's current value, and each edited file's path, is in the body.
+    current_present: dict[str, bool] = field(default_factory=dict)
+    edits_present: dict[str, bool] = field(default_factory=dict)
     dropped_thinking: list[str] = field(default_factory=list)
     received_at: float = 0.0
 
@@ -490,6 +543,10 @@ class AgentUpstream:
 
     def _facts(self, record: AgentRequest, text: str) -> None:
         record.facts_present = {name: value in text for name, value in self.script.facts.items()}
+        record.current_present = {
+            name: value in text for name, value in self.script.current().items()
+        }
+        record.edits_present = {path: path in text for path in self.script.edits.values()}
 
     def _seen_facts(self, text: str) -> list[str]:
         return [f"{n} = {v}" for n, v in self.script.facts.items() if v in text]

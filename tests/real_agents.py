@@ -47,6 +47,7 @@ __all__ = [
     "RunResult",
     "agent_binary",
     "compare_headers",
+    "mask_observations",
     "protected_parts",
     "run_session",
 ]
@@ -175,6 +176,66 @@ class RunResult:
     def billed_input(self) -> float:
         return sum(r.billed_input for r in self.ok_calls)
 
+    def billed_by_step(self) -> dict[int, float]:
+        """Billed input so far at each tool step: through the request answered with step ``k``
+        (the final answer counts as step ``steps + 1``); wherever a session might end."""
+        out: dict[int, float] = {}
+        total = 0.0
+        for request in self.ok_calls:
+            total += request.billed_input
+            if request.kind != "main":
+                continue
+            step = self.script.steps + 1 if request.final else request.step
+            if step is not None:
+                out[step] = total
+        return out
+
+    def worst_ratio(self, direct: RunResult) -> float:
+        """The highest ratio of this run's billed input so far to ``direct``'s, over every step
+        both reached."""
+        mine, theirs = self.billed_by_step(), direct.billed_by_step()
+        return max((mine[k] / theirs[k] for k in mine if theirs.get(k)), default=0.0)
+
+    def after_pause(self) -> AgentRequest | None:
+        """The first request after the script's pause (the one that came after the slept step's
+        output), or ``None`` without a pause."""
+        pause = self.script.pause_after_step
+        if pause is None:
+            return None
+        main = self.main_calls
+        issued = next((i for i, r in enumerate(main) if r.step == pause), None)
+        return main[issued + 1] if issued is not None and issued + 1 < len(main) else None
+
+    def _final(self) -> AgentRequest | None:
+        finals = [r for r in self.main_calls if r.final] or self.main_calls
+        return finals[-1] if finals else None
+
+    @property
+    def current_kept(self) -> tuple[int, int]:
+        """Facts whose current value (after the script's changes) the final request carries."""
+        final = self._final()
+        present = final.current_present if final is not None else {}
+        return sum(1 for v in present.values() if v), len(self.script.facts)
+
+    @property
+    def edits_kept(self) -> tuple[int, int]:
+        """Edited files whose path the final request still names."""
+        final = self._final()
+        present = final.edits_present if final is not None else {}
+        return sum(1 for v in present.values() if v), len(self.script.edits)
+
+    def masked_kept(self, keep: int = 10) -> tuple[int, int, int]:
+        """Observation masking of the final request (every tool output but the newest
+        ``keep`` replaced by a placeholder): current values and edited files it would still
+        carry, and its size in characters."""
+        final = self._final()
+        if final is None:
+            return 0, 0, 0
+        text = json.dumps(mask_observations(final.body, keep), ensure_ascii=False)
+        current = sum(1 for v in self.script.current().values() if v in text)
+        edits = sum(1 for path in self.script.edits.values() if path in text)
+        return current, edits, len(text)
+
     @property
     def evidence_kept(self) -> tuple[int, int]:
         """Facts still in the prompt of the last main-loop request (the one answered with the
@@ -241,6 +302,28 @@ class RunResult:
             text = text.replace(ident, f"<{name}>")
         text = _UUID.sub("<UUID>", text)
         return json.loads(text)
+
+
+MASKED = "[old tool output omitted]"
+_OUTPUT_ITEMS = ("function_call_output", "custom_tool_call_output")
+
+
+def mask_observations(body: Any, keep: int = 10) -> Any:
+    """Observation masking (Lindenbauer et al., "The Complexity Trap", 2025): a copy of a
+    Messages or Responses request whose tool outputs, all but the newest ``keep``, are replaced
+    by a placeholder; the calls and everything else stay."""
+    body = json.loads(json.dumps(body))
+    outputs: list[tuple[dict[str, Any], str]] = []
+    for message in body.get("messages") or ():
+        for block in message.get("content") if isinstance(message.get("content"), list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                outputs.append((block, "content"))
+    for item in body.get("input") or ():
+        if isinstance(item, dict) and item.get("type") in _OUTPUT_ITEMS:
+            outputs.append((item, "output"))
+    for holder, key in outputs[: max(0, len(outputs) - keep)]:
+        holder[key] = MASKED
+    return body
 
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -430,6 +513,8 @@ def run_session(
                     str(port),
                     "--home",
                     env["TOMC_HOME"],
+                    # The gateway is told the cache lifetime the fake provider keeps.
+                    *(["--cache-ttl", f"{script.cache_ttl_s:g}"] if script.cache_ttl_s else []),
                     *GATEWAY_FLAGS,
                 ],
                 env=env,

@@ -64,6 +64,7 @@ PUBLIC = {
         "check_tool_pairing",
     ],
     "tomc.chat.dialects": [
+        "CachePricing",
         "DEFAULT_DIALECT",
         "DIALECTS",
         "Dialect",

@@ -70,27 +70,32 @@ class Verdict:
     """What the account says about one request (see the module docstring)."""
 
     pricing: CachePricing
-    #: The cache has expired since the latest request (or there was none).
+    #: The cache has expired since the latest request.
     cold: bool
     #: What this request costs sent unchanged.
     direct_cost: float
     #: The largest prompt a rebuild of this request should leave.
     goal: int
-    #: The prompt size from which a rebuild pays before the target demands one.
-    trigger: int
+    #: The prompt size from which a rebuild pays before the target demands one (``None``:
+    #: only the target may demand one).
+    trigger: int | None
 
     def describe(self) -> str:
         state = "cold cache" if self.cold else "warm cache"
-        return f"{state}, rebuild goal {self.goal:,}, priced trigger {self.trigger:,}"
+        trigger = f", priced trigger {self.trigger:,}" if self.trigger is not None else ""
+        return f"{state}, rebuild goal {self.goal:,}{trigger}"
 
 
 def is_cold(account: CostAccount, pricing: CachePricing, now: float) -> bool:
-    """Whether nothing of the conversation is cached any more when a request comes at ``now``."""
-    return account.seen_at is None or now - account.seen_at > pricing.ttl_s
+    """Whether the conversation's cache has expired when a request comes at ``now``: its
+    previous request came longer than the cache lifetime ago. (Of a conversation's first
+    request nothing is known: it is not taken as cold, so it is not rewritten early.)"""
+    return account.seen_at is not None and now - account.seen_at > pricing.ttl_s
 
 
 def _direct_cost(account: CostAccount, pricing: CachePricing, prompt: int, cold: bool) -> float:
-    cached = account.direct_prompt if not cold and prompt >= account.direct_prompt else 0
+    warm = not cold and account.seen_at is not None
+    cached = account.direct_prompt if warm and prompt >= account.direct_prompt else 0
     return pricing.read * cached + pricing.write * (prompt - cached)
 
 
@@ -120,9 +125,13 @@ def assess(
     low = account.floor or goal
     growth = max(account.growth, 1.0)
     top = low + math.sqrt(2 * (write - read) * low * growth / read) if low > 0 else 0
-    trigger = max(options.compile_floor, int(top))
+    trigger: int | None = max(options.compile_floor, int(top))
     if cold:
         trigger = max(options.compile_floor, goal)
+    elif account.seen_at is None:
+        # The first request seen: whether the provider still has it cached is not known (a
+        # gateway restarted mid-conversation), so only the target may have it rewritten.
+        trigger = None
     return Verdict(pricing, cold, direct_cost, goal, trigger)
 
 
@@ -133,8 +142,8 @@ def charge(
     cost direct."""
     pricing = verdict.pricing
     before, after = plan.tokens_before, outcome.tokens_after
-    if verdict.cold:
-        kept = 0
+    if verdict.cold or account.seen_at is None:
+        kept = 0  # nothing of the conversation is in the cache
     elif outcome.action == "compiled":
         kept = outcome.kept_prefix
     elif account.sent_prompt == account.direct_prompt and outcome.action == "passthrough":

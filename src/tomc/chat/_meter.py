@@ -79,12 +79,16 @@ class TokenMeter:
             self.factor = learned_factor(self.factor, estimated, reported)
 
 
-def learned_factor(factor: float, estimated: int, reported: int) -> float:
+def learned_factor(
+    factor: float, estimated: int, reported: int, *, applied: bool = True
+) -> float:
     """``factor`` raised to match a provider's ``reported`` prompt size when the estimate
-    (``estimated``, counted with it) ran low, up to :data:`MAX_LEARNED_MARGIN`; never lowered."""
+    (``estimated``, counted with the factor ``applied``, else without it) ran low, up to
+    :data:`MAX_LEARNED_MARGIN`; never lowered."""
     if estimated <= 0 or reported <= estimated:
         return factor
-    return min(MAX_LEARNED_MARGIN, max(factor, factor * reported / estimated))
+    ratio = reported / estimated
+    return min(MAX_LEARNED_MARGIN, max(factor, factor * ratio if applied else ratio))
 
 
 @functools.lru_cache(maxsize=4)

@@ -142,6 +142,9 @@ def _gather(
     fit_limit = window - reserve
     if target is not None and target < fit_limit:
         fit_limit = target
+    margin = state.margins.get(encoding or "")
+    if meter.exact and margin is not None and margin > 1:
+        fit_limit = int(fit_limit / margin)  # the provider counts this much more than we do
     known.update(window=window, fit_limit=fit_limit, target=target)
     _backoff(options, state, known)
 
@@ -191,7 +194,7 @@ def decide(
     )
     if priced and plan.explicit_budget is None:
         assert verdict is not None
-        if verdict.trigger < plan.fit_limit:
+        if verdict.trigger is not None and verdict.trigger < plan.fit_limit:
             early = replace(plan, fit_limit=verdict.trigger, goal=verdict.goal, strict=True)
             try:
                 outcome = _decide(options, state, early)

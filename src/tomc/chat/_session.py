@@ -353,7 +353,8 @@ class AutomaticChatSession:
         uncached remainder).
 
         It is the next request's context hint, and when it exceeds what the session estimated
-        for that request, the estimate's safety factor rises to match.
+        for that request, the estimate's safety factor rises to match (for a model counted
+        exactly, the room kept under its limit grows by the same factor).
         """
         usage = prompt_size(usage)
         if usage is None:
@@ -364,12 +365,14 @@ class AutomaticChatSession:
             if state.last_sent is None:
                 return
             estimated, counter = state.last_sent
+            # An exact count still misses the provider's own framing of the request: its margin
+            # is learned all the same, and keeps that much room under the limit instead.
             meter = self._caches.base_meter(counter or None)
-            if not meter.exact:
-                factor = state.margins.get(counter, meter.factor)
-                learned = learned_factor(factor, estimated, usage)
-                if learned != factor:
-                    state.margins[counter] = learned
+            factor = state.margins.get(counter, meter.factor)
+            # An estimate was counted with its factor, an exact count without it.
+            learned = learned_factor(factor, estimated, usage, applied=not meter.exact)
+            if learned != factor:
+                state.margins[counter] = learned
 
     def on_native_event(self, source: str, event: Any) -> NativeEvent:
         """Feed a host's native compaction event (``"codex"`` or ``"claude"``); never raises."""
