@@ -165,3 +165,40 @@ def test_exec_framing_is_not_kept_as_evidence_but_a_failing_exit_is():
     ):
         assert framing not in memory.text
     assert memory.candidate_lines == 2
+
+
+def test_the_files_the_work_changed_stay_named_at_any_budget():
+    entries = []
+    for number in range(30):
+        command = f"cat module{number}.py"
+        if number % 10 == 3:
+            command += f" && sed -i 's/a/b/' src/edited_{number}.py"
+        entries += group(number, command, f"line {number} of module{number}\n" * 20)
+    for budget in (80, 10_000):
+        lines = build(entries, budget=budget).text.splitlines()
+        assert lines[1] == (
+            "[files changed by these calls: src/edited_3.py, src/edited_13.py, src/edited_23.py]"
+        )
+    unchanged = build(group(0, "cat module0.py", "x = 1")).text
+    assert "files changed" not in unchanged
+
+
+def test_a_deep_memory_still_keeps_its_exact_records():
+    from tomc.chat._layout import WORK
+    from tomc.chat._memory import build_region_memory
+
+    names = [f"probe_value_{k:02d}" for k in range(20)]
+    entries = []
+    for number, name in enumerate(names):
+        entries += group(number, f"cat step{number}.log", f"{name} = v{number}x\n" + "noise\n" * 40)
+    text = build_region_memory(
+        entries,
+        kind=WORK,
+        task="Report the values of " + ", ".join(names),
+        focus=(),
+        later=(),
+        budget=1_000,
+        meter=METER,
+        strategy="tomc_raw",
+    ).text
+    assert all(f"STATE {name} = v{k}x" in text for k, name in enumerate(names))

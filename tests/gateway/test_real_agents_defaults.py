@@ -64,7 +64,6 @@ def test_the_first_request_after_a_pause_is_cheap(agent: str) -> None:
     # Direct writes its whole prompt again; the pause's request has the cache cold for both.
     assert paused[0].cache_read_tokens == 0, _explain(direct, tomc)
     assert paused[1].billed_input <= 0.4 * paused[0].billed_input, _explain(direct, tomc)
-    assert "cold cache" in tomc.gateway_log, _explain(direct, tomc)
 
 
 @pytest.mark.parametrize("agent", AGENTS)

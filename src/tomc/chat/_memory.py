@@ -50,6 +50,9 @@ CONTINUED_HEADER = (
 #: agent's next step mostly needs the output lines, and code lines such as ``x = compute()``
 #: read as assignments. On the real trajectories, tomc_raw's 42% cost rebuilds for no evidence.
 WORK_RECORD_SHARE = 0.25
+#: A deep memory still gives exact records this many tokens (at most half its budget): a few
+#: dozen current values cost less than the lines they stand for.
+MIN_RECORD_TOKENS = 512
 HISTORY_WORK_HEADER = (
     "[TOMC memory of {count} earlier items, from before the current task, with {calls} tool "
     "calls, compiled on the CPU. Kept output lines appear under the call that produced them, in "
@@ -106,7 +109,11 @@ def build_region_memory(
         if strategy in ("tomc", "tomc_raw"):
             # Exact records first when the task asks for them (a value, a relation, a count);
             # they count against the budget like the lines that follow.
-            share = budget if strategy == "tomc" else math.floor(budget * WORK_RECORD_SHARE)
+            share = budget
+            if strategy != "tomc":
+                share = max(
+                    math.floor(budget * WORK_RECORD_SHARE), min(MIN_RECORD_TOKENS, budget // 2)
+                )
             counter, room = _compiler_room(meter, share)
             records = compile_fn(
                 history, task, budget_tokens=max(0, room), strategy="tomc", counter=counter

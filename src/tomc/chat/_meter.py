@@ -79,9 +79,7 @@ class TokenMeter:
             self.factor = learned_factor(self.factor, estimated, reported)
 
 
-def learned_factor(
-    factor: float, estimated: int, reported: int, *, applied: bool = True
-) -> float:
+def learned_factor(factor: float, estimated: int, reported: int, *, applied: bool = True) -> float:
     """``factor`` raised to match a provider's ``reported`` prompt size when the estimate
     (``estimated``, counted with the factor ``applied``, else without it) ran low, up to
     :data:`MAX_LEARNED_MARGIN`; never lowered."""

@@ -28,12 +28,15 @@ from dataclasses import dataclass
 
 from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores
+from ._changed_files import changed_files
 from ._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
 
 __all__ = ["FRAMING", "MAX_HEADER_ARGS", "WorkMemory", "build_work_memory", "call_header"]
 
 #: Characters of a call's arguments shown in its header.
 MAX_HEADER_ARGS = 160
+#: Paths named in a memory's line of changed files.
+MAX_CHANGED_FILES = 40
 #: How a candidate line is ranked: its BM25 score against the task and the latest step (scaled
 #: to the best line's), plus how recent its call is (0 for the oldest, 1 for the newest), plus a
 #: bonus when its call touches a file the latest step works on. The weights were chosen on the
@@ -132,6 +135,13 @@ def build_work_memory(
     text that will be sent after the memory (lines there are not repeated), ``count`` the
     meter's count, ``header`` the memory's first line(s).
     """
+    changed = changed_files(call for entry in entries for call in entry.calls)
+    if changed:
+        # What the work changed stays in view whatever else is left out (it is one line).
+        shown = changed[:MAX_CHANGED_FILES]
+        more = len(changed) - len(shown)
+        tail = f" and {more} more" if more else ""
+        header = f"{header}\n[files changed by these calls: {', '.join(shown)}{tail}]"
     work = _collect(entries, first_call_number)
     alive = _newest_copies(work.texts, later_text)
     focus_text = "\n".join(
