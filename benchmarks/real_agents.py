@@ -29,7 +29,7 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
-from agent_upstream import COUNTER_NAME, Script  # noqa: E402
+from agent_upstream import COUNTER_NAME, Script, probe_script  # noqa: E402
 from real_agents import AGENTS, DEFAULT_SETTINGS, RunResult, agent_binary, run_session  # noqa: E402
 
 
@@ -59,8 +59,7 @@ def table(results: list[RunResult]) -> str:
 #: Claude Code's default target is 392K (Opus 4.8, 1M window), Codex's 180K (gpt-6.2-sol); the
 #: priced policy may rewrite well before them.
 DEFAULT_CELLS: tuple[tuple[str, int, int, int | None], ...] = (
-    ("claude", 12, 28_000, None),  # ends before any rewrite
-    ("claude", 20, 28_000, None),  # within 10 requests of the first rewrite
+    ("claude", 24, 28_000, None),  # below the 392K default target, past the first rewrite
     ("claude", 42, 28_000, None),  # just past the 392K default target direct
     ("claude", 42, 28_000, 20),  # the same with a pause longer than the cache lifetime
     ("claude", 93, 28_000, None),  # near the 1M window
@@ -71,7 +70,7 @@ DEFAULT_CELLS: tuple[tuple[str, int, int, int | None], ...] = (
     ("codex", 104, 12_000, None),  # direct compacts itself once
 )
 #: The pause in the matrix: the cache lives ``TTL_S`` seconds, the pause lasts ``PAUSE_S``.
-PAUSE_S, TTL_S = 6.0, 3.0
+PAUSE_S, TTL_S = 10.0, 6.0
 
 
 def defaults_row(direct: RunResult, tomc: RunResult) -> dict[str, object]:
@@ -96,7 +95,9 @@ def defaults_row(direct: RunResult, tomc: RunResult) -> dict[str, object]:
         "worst": tomc.worst_ratio(direct),
         "after_pause": after,
         "errors": len(tomc.client_errors),
-        "kept": tomc.evidence_kept,
+        "current": (direct.current_kept[0], tomc.current_kept[0], direct.masked_kept()[0]),
+        "edits": (direct.edits_kept[0], tomc.edits_kept[0], direct.masked_kept()[1]),
+        "facts": (len(tomc.script.facts), len(tomc.script.edits)),
         "finished": direct.finished and tomc.finished,
     }
 
@@ -105,18 +106,21 @@ def defaults_table(rows: list[dict[str, object]]) -> str:
     lines = [
         "| agent | session | direct: largest prompt (own compactions) | `tomc run`: largest prompt "
         "(own compactions) | billed vs direct | worst step | first request after the pause "
-        "| 4xx | facts kept |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|",
+        "| 4xx | current values kept (direct / TOMC / masking) | edited files kept |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for r in rows:
         pause = f", pause after step {r['pause']}" if r["pause"] else ""
         after = f"{r['after_pause']:.2f}x" if r["after_pause"] is not None else "-"
-        kept, facts = r["kept"]  # type: ignore[misc]
+        facts, edits = r["facts"]  # type: ignore[misc]
+        current = " / ".join(str(n) for n in r["current"])  # type: ignore[attr-defined]
+        edited = " / ".join(str(n) for n in r["edits"])  # type: ignore[attr-defined]
         lines.append(
             f"| {r['agent']} | {r['steps']} x {r['chars']:,}{pause} "
             f"| {r['direct_largest']:,} ({r['direct_compactions']}) "
             f"| {r['tomc_largest']:,} ({r['tomc_compactions']}) | {r['end']:.2f}x "
-            f"| {r['worst']:.3f}x | {after} | {r['errors']} | {kept}/{facts} |"
+            f"| {r['worst']:.3f}x | {after} | {r['errors']} | {current} of {facts} "
+            f"| {edited} of {edits} |"
         )
     return "\n".join(lines)
 
@@ -127,14 +131,10 @@ def run_defaults(agents: list[str]) -> int:
     for agent, steps, chars, pause in DEFAULT_CELLS:
         if agent not in agents:
             continue
-        script = Script(steps=steps, output_chars=chars)
+        script = probe_script(steps, chars)
         if pause is not None:
-            script = Script(
-                steps=steps,
-                output_chars=chars,
-                pause_after_step=pause,
-                pause_s=PAUSE_S,
-                cache_ttl_s=TTL_S,
+            script = probe_script(
+                steps, chars, pause_after_step=pause, pause_s=PAUSE_S, cache_ttl_s=TTL_S
             )
         runs = {}
         for mode in ("direct", "tomc"):

@@ -81,10 +81,17 @@ class ConversationRecord:
             "tokens_without_tomc": self.tokens_before,
             "tokens_saved": saved,
             "saved_share": saved / self.tokens_before if self.tokens_before else 0.0,
+            "account": _account(self.session),
             "gateway_errors": self.failures,
             "idle_s": round(now - self.last_seen, 1),
             "age_s": round(now - self.created, 1),
         }
+
+
+def _account(session: AutomaticChatSession) -> dict[str, float]:
+    """The session's cost account: what it billed against going direct, by its own estimates."""
+    account = session.state.account
+    return {"billed": round(account.sent, 1), "direct": round(account.direct, 1)}
 
 
 class SessionStore(Protocol):

@@ -1,6 +1,6 @@
 """The gateway's ``GET /status`` page: plain HTML and one inline SVG chart, built here.
 
-No script, no stylesheet beyond a few inline attributes, nothing fetched: the page shows the
+No script, one inline stylesheet (the inspector's look), nothing fetched: the page shows the
 figures of ``Gateway.status()`` (live conversations, and the usage ledger's totals, recent
 conversations and cumulative billed input against the direct estimate). Every value is
 escaped; the status holds figures, conversation keys and model names, never message text or
@@ -16,6 +16,33 @@ from typing import Any
 
 __all__ = ["render_status_page", "savings_chart"]
 
+#: The inspector's look (``tomc/web/static/style.css``: its palette and fonts), inline: the
+#: page fetches nothing. Wide tables scroll sideways on a phone instead of squeezing.
+_STYLE = """
+:root { --fg: #1b1f24; --muted: #4b5563; --bg: #f6f7f9; --panel: #fff; --line: #d0d5dd;
+  --accent: #1d4ed8; --sans: system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans",
+  "Liberation Sans", sans-serif; }
+* { box-sizing: border-box; }
+html { -webkit-text-size-adjust: 100%; text-size-adjust: 100%; }
+body { margin: 0; font: 15px/1.45 var(--sans); color: var(--fg); background: var(--bg); }
+main { max-width: 80rem; margin: 0 auto; padding: 1rem 1.25rem 2rem; overflow-wrap: anywhere; }
+h1 { font-size: 1.35rem; margin: 0 0 0.4rem; }
+h2 { font-size: 1.1rem; margin: 1.5rem 0 0.6rem; }
+p { margin: 0 0 0.6rem; }
+a { color: var(--accent); }
+small { color: var(--muted); }
+.scroll { overflow-x: auto; background: var(--panel); border: 1px solid var(--line);
+  border-radius: 6px; }
+table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
+th, td { text-align: left; padding: 0.35rem 0.6rem; border-bottom: 1px solid var(--line);
+  vertical-align: top; }
+th { background: var(--bg); font-weight: 600; white-space: nowrap; }
+td { white-space: nowrap; }
+td:first-child { white-space: normal; overflow-wrap: anywhere; min-width: 10rem; }
+svg.savings-chart { max-width: 100%; height: auto; background: var(--panel);
+  border: 1px solid var(--line); border-radius: 6px; }
+@media (max-width: 40rem) { main { padding: 0.75rem; } body { font-size: 14px; } }
+"""
 _BILLED_COLOUR = "#1f77b4"
 _DIRECT_COLOUR = "#d62728"
 
@@ -95,6 +122,16 @@ def _errors(errors: Mapping[str, int]) -> str:
     return ", ".join(f"{status} ×{count}" for status, count in errors.items()) or "none"
 
 
+def _account(account: Mapping[str, Any] | None) -> str:
+    """A conversation's cost account: billed against direct, in the session's own estimates."""
+    if not account or not account.get("direct"):
+        return "-"
+    return (
+        f"{_n(account['billed'])} vs {_n(account['direct'])} "
+        f"({account['billed'] / account['direct']:.2f}x)"
+    )
+
+
 def _row(values: Sequence[object]) -> str:
     return "<tr>" + "".join(f"<td>{_e(v)}</td>" for v in values) + "</tr>"
 
@@ -147,11 +184,11 @@ and {_n(totals["output_tokens"])} output tokens over {totals["requests_with_usag
 1.25 &times; cache writes + 0.1 &times; cache reads; OpenAI uncached input + 0.1 &times; cached.
 The direct figure is an estimate for rewritten requests (see the README).</small></p>
 {savings_chart(traffic.get("series") or [])}
-<table border="1" cellpadding="4"><tr><th>conversation</th><th>API</th><th>model</th>
-<th>context target</th><th>requests</th><th>rewritten</th><th>TOMC tokens before → after</th>
+<div class="scroll"><table><tr><th>conversation</th><th>API</th><th>model</th>
+<th>requests</th><th>rewritten</th><th>TOMC tokens before → after</th>
 <th>provider prompt tokens</th><th>billed input</th><th>direct (est.)</th><th>saved</th>
 <th>thinking dropped</th><th>upstream errors</th><th>last seen</th></tr>
-{table}</table>"""
+{table}</table></div>"""
 
 
 def render_status_page(status: Mapping[str, Any]) -> str:
@@ -169,16 +206,18 @@ def render_status_page(status: Mapping[str, Any]) -> str:
                     c["requests"],
                     c["rebuilds"],
                     f"{c['tokens_saved']:,} ({c['saved_share']:.0%})",
+                    _account(c.get("account")),
                     decisions,
                     f"{c['idle_s']:.0f} s",
                 )
             )
         )
-    table = "".join(rows) or '<tr><td colspan="9">no conversations yet</td></tr>'
+    table = "".join(rows) or '<tr><td colspan="10">no conversations yet</td></tr>'
     upstreams = ", ".join(f"{_e(k)}: {_e(v)}" for k, v in status["upstreams"].items())
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="5">
-<title>TOMC gateway</title></head><body>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>TOMC gateway</title><style>{_STYLE}</style></head><body><main>
 <h1>TOMC gateway</h1>
 <p>Version {_e(status["version"])}, port {status["port"]}, up {status["uptime_s"]:.0f} s,
 {status["requests"]:,} requests, {status["tokens_saved"]:,} prompt tokens saved (estimated).
@@ -186,8 +225,8 @@ Upstreams: {upstreams}. Context target: {_e(status.get("context_target", "per ag
 <a href="status.json">JSON</a></p>
 {_traffic_section(status.get("traffic"))}
 <h2>Live conversations (this run)</h2>
-<table border="1" cellpadding="4"><tr><th>conversation</th><th>API</th><th>model</th>
-<th>context target</th><th>requests</th><th>rebuilds</th><th>tokens saved</th><th>decisions</th>
-<th>idle</th></tr>
-{table}</table></body></html>
+<div class="scroll"><table><tr><th>conversation</th><th>API</th><th>model</th>
+<th>context target</th><th>requests</th><th>rebuilds</th><th>tokens saved</th>
+<th>billed vs direct (TOMC's estimate)</th><th>decisions</th><th>idle</th></tr>
+{table}</table></div></main></body></html>
 """
