@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 from collections.abc import Iterator
 
 import openai
@@ -430,6 +431,11 @@ def test_every_decision_is_logged(caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "tomc.chat"]
     assert lines[0].startswith("request 1 compiled [compiled build]:")
     assert lines[1].startswith("request 2 reused [reused]:")
+    # Each line is the request's account: how long it took, what it has cost so far.
+    assert all(
+        re.search(r"prepared in [\d.]+ ms; so far billed \d+ against \d+ direct", line)
+        for line in lines
+    )
     assert session.last_decision.to_dict()["rebuilds"] == 1
 
 

@@ -294,6 +294,7 @@ class AutomaticChatSession:
         compares it with the provider's cache lifetime (``cache_ttl_s`` for this request, else
         the option, else what the request's format says).
         """
+        started = time.perf_counter()
         now = time.time() if now is None else now
         dialect = dialect_for(api or self.options.api, request)
         pricing = dialect.cache_pricing(request)
@@ -331,9 +332,11 @@ class AutomaticChatSession:
             self.decisions.append(decision)
             if plan.meter is not None:
                 state.last_sent = (outcome.tokens_after, plan.encoding)
+            account = replace(state.account)  # for the log line, outside the lock
         _LAST_DECISION.set(decision)
         logger.info(
-            "request %d %s [%s%s]: %s (%s -> %s tokens, rebuilds %d)",
+            "request %d %s [%s%s]: %s (%s -> %s tokens, rebuilds %d; prepared in %.1f ms; "
+            "so far billed %.0f against %.0f direct, by TOMC's estimate)",
             decision.request,
             decision.action,
             decision.code,
@@ -342,6 +345,9 @@ class AutomaticChatSession:
             decision.tokens_before,
             decision.tokens_after,
             decision.rebuilds,
+            (time.perf_counter() - started) * 1000,
+            account.sent,
+            account.direct,
         )
         return PreparedRequest(outcome.body, decision, outcome.headers)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 
@@ -47,10 +48,11 @@ def test_the_chart_draws_cumulative_billed_against_direct():
     assert "No usage" in savings_chart(series[:1])
 
 
-def test_the_page_shows_the_chart_and_figures_only(tmp_path):
+def test_the_page_shows_the_chart_and_figures_only(tmp_path, caplog):
     body = chat_agent_request(14)
     secret_text = body["messages"][1]["content"][:40]
     limit = int(request_tokens("chat", body) * 0.6)
+    caplog.set_level(logging.INFO, logger="tomc.gateway")
     with FakeProvider() as fake:
         fake.script(
             Reply(usage=Usage(input_tokens=1234)),
@@ -92,6 +94,9 @@ def test_the_page_shows_the_chart_and_figures_only(tmp_path):
                 page = http.get(f"{base}/status")
                 status = http.get(f"{base}/status.json").text
     assert page.status_code == 200
+    # At --verbose the log has each request's provider side: what its cache read and wrote.
+    logged = [r.getMessage() for r in caplog.records if r.name == "tomc.gateway"]
+    assert any("provider counted 1,234 prompt tokens (1,200 read" in m for m in logged), logged
     html = page.text
     assert '<svg xmlns="http://www.w3.org/2000/svg" class="savings-chart"' in html
     assert len(points(html, "billed")) >= 2 and len(points(html, "direct")) >= 2

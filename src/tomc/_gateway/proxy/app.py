@@ -229,9 +229,7 @@ class Gateway:
             self._count(unprepared=1)
         # Read now: _rewrite recorded it and nothing ran since (no await in between).
         decision = conversation.last_decision if conversation is not None else None
-        sniffer = None
-        if api is not None:
-            sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens)
+        sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens) if api is not None else None
         compact_api = compaction_api(path) if request.method == "POST" else None
         finished = False
 
@@ -349,6 +347,8 @@ class Gateway:
         try:
             usage = sniffer.usage if sniffer is not None and status < 400 else None
             key = conversation.key if conversation is not None else ""
+            if usage is not None:  # the provider's side of the request's account
+                logger.info("%s %s: %s", key, usage.describe(), decision and decision.code)
             self.ledger.record(LedgerEntry.of_request(api or "", key, status, decision, usage))
         except Exception as exc:  # only bookkeeping
             logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)

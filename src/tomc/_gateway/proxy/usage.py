@@ -96,6 +96,14 @@ class ProviderUsage:
         """See :func:`billed_input`."""
         return billed_input(self)
 
+    def describe(self) -> str:
+        """One log line's worth: the prompt, what the cache read and wrote, the bill."""
+        return (
+            f"provider counted {self.prompt_tokens:,} prompt tokens ({self.cache_read_tokens:,} "
+            f"read from its cache, {self.cache_write_tokens:,} written), billed "
+            f"{self.billed_input:,.0f}"
+        )
+
 
 def billed_input(usage: ProviderUsage) -> float:
     """The input a response was billed, in uncached-input-token equivalents (not money).
