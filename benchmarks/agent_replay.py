@@ -236,6 +236,34 @@ class Chunked:
         )
 
 
+class Masking:
+    """Observation masking (Lindenbauer et al., "The Complexity Trap", 2025): every tool output
+    older than the newest :attr:`KEEP` turns is replaced by a short placeholder; the calls, the
+    agent's reasoning and everything else stay. An output is masked once, when it leaves the
+    recent turns, so consecutive requests share their prefix up to it. Nothing guarantees the
+    result fits the window (such requests count as over it)."""
+
+    KEEP = 10
+    PLACEHOLDER = "[old tool output omitted]"
+
+    def __init__(self, prepared: Prepared, window: int, reserve: int) -> None:
+        self.prepared = prepared
+        self.masked: dict[int, dict[str, Any]] = {}  # message index -> its masked copy
+
+    def __call__(self, request: list[Any]) -> Outcome:
+        p, k = self.prepared, len(request)
+        count = p.groups_before(k)
+        cut = p.group_starts[count - self.KEEP] if count > self.KEEP else 0
+        out = list(request)
+        for index in range(p.head_end, cut):
+            if request[index].get("role") == "tool":
+                copy = self.masked.get(index)
+                if copy is None:
+                    copy = self.masked[index] = {**request[index], "content": self.PLACEHOLDER}
+                out[index] = copy
+        return Outcome(out)
+
+
 def _head_and_tail(request: list[Any], p: Prepared, first: int, count: int) -> list[Any]:
     if first >= count:
         return request[: p.head_end]
@@ -281,12 +309,16 @@ class Tomc:
             model_profiles={self.MODEL: profile},
             **self.SESSION_OPTIONS,
         )
+        self.now = 1_800_000_000.0
 
     def __call__(self, request: list[Any]) -> Outcome:
         body = self.converter.body({**self.options, "messages": request})
+        # One request every 10 seconds: the replay's clock, so the cache never expires in it
+        # and the same trajectory always gives the same bytes.
+        self.now += 10.0
         started = time.perf_counter()
         prepared = self.session.prepare_request(
-            body, api=self.dialect, deployment_context_limit=self.window
+            body, api=self.dialect, deployment_context_limit=self.window, now=self.now
         )
         seconds = time.perf_counter() - started
         decision = prepared.decision
@@ -321,6 +353,7 @@ METHODS: dict[str, Callable[[Prepared, int, int], Callable[[list[Any]], Outcome]
     "full": Full,
     "sliding": Sliding,
     "chunked": Chunked,
+    "masking": Masking,
     "tomc": Tomc,
     "tomc-margin": TomcUnknownTokenizer,
 }

@@ -338,7 +338,7 @@ def agent_loop_section(quick: bool) -> list[str]:
         "`python -m benchmarks.request_overhead` (also part of this run): a request that reuses "
         "the frozen memory, beside one `json.dumps` of the same messages.",
         "",
-        *request_overhead.to_markdown(overhead),
+        *request_overhead.to_markdown([overhead]),
         "",
         "### The gateway under load",
         "",

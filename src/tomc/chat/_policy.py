@@ -183,8 +183,8 @@ def decide(
 ) -> Outcome:
     """What to send for ``plan``: the frozen memory again, the request unchanged, or a rebuilt
     memory (which ``state`` then holds). With the cost account's ``verdict`` (the ``priced``
-    cost policy), a rebuild goes only as deep as it can pay for, and comes before the target
-    demands it where it pays (:mod:`._account`)."""
+    cost policy), a rebuild comes before the target demands it where it pays, as deep as it
+    pays, and after the cache expired (:mod:`._account`)."""
     if plan.passed is not None:
         return Outcome.unchanged(plan, plan.passed)
     priced = (
@@ -206,7 +206,8 @@ def decide(
                 if outcome.action == "compiled":
                     note = f"priced ({verdict.describe()})"
                     return replace(outcome, reason=f"{outcome.reason}; {note}")
-        plan = replace(plan, goal=verdict.goal)
+        # A rebuild the window or the target demands keeps the window's rule (a memory as
+        # large as the headroom allows): deeper would cost less but keep less evidence.
     try:
         return _decide(options, state, plan)
     except PassThrough as passed:

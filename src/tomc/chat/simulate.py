@@ -35,6 +35,9 @@ POLICIES = ("full", "stable", "cadence-2", "cadence-1")
 MIN_PREFIX, OPENAI_STEP = 1024, 128
 MEMORY_MARK = "[TOMC memory"
 CACHED_READ, ANTHROPIC_WRITE = 0.1, 1.25
+#: The simulated clock: one request every ten seconds, so no cache expires in a replay and the
+#: same workload always decides the same.
+_START, _GAP_S = 1_800_000_000.0, 10.0
 
 
 @dataclass
@@ -163,12 +166,17 @@ def replay(workload: Workload, policy: str, tokens: _Tokens | None = None) -> Po
     pricers = {kind: _Pricer(kind) for kind in ("openai", "anthropic")}
     requests = input_tokens = passthroughs = max_request = over_window = 0
     fit_limit = workload.window - workload.max_tokens
+    now = _START
     for history in workload.replay():
         sent = history
+        now += _GAP_S
         if session is not None:
-            sent, decision = session.prepare(
-                model="simulated", messages=history, options={"max_tokens": workload.max_tokens}
+            prepared = session.prepare_request(
+                {"model": "simulated", "messages": history, "max_tokens": workload.max_tokens},
+                api="chat",
+                now=now,
             )
+            sent, decision = prepared.body["messages"], prepared.decision
             passthroughs += decision.action == "passthrough"
         chain, total = tokens.chain(sent)
         if session is not None:
