@@ -127,9 +127,25 @@ def defaults_table(rows: list[dict[str, object]]) -> str:
 
 def run_defaults(agents: list[str]) -> int:
     """Both CLIs at their true defaults (nothing shortened), direct and through ``tomc run``."""
+    rows = defaults_rows(agents)
+    print(defaults_heading() + "\n")
+    print(defaults_table(rows))
+    print("\nCommand: `python -m benchmarks.real_agents --defaults`")
+    return 0 if all(r["finished"] for r in rows) else 1
+
+
+def defaults_heading() -> str:
+    return (
+        "## Real agents at their true defaults, direct and through `tomc run` "
+        f"(tokens: {COUNTER_NAME}; a pause lasts {PAUSE_S:g} s, the cache {TTL_S:g} s)"
+    )
+
+
+def defaults_rows(agents: list[str]) -> list[dict[str, object]]:
+    """The defaults matrix's rows for the installed ``agents``."""
     rows = []
     for agent, steps, chars, pause in DEFAULT_CELLS:
-        if agent not in agents:
+        if agent not in agents or agent_binary(agent) is None:
             continue
         script = probe_script(steps, chars)
         if pause is not None:
@@ -141,13 +157,7 @@ def run_defaults(agents: list[str]) -> int:
             print(f"running {agent} {steps} x {chars} {mode} ...", file=sys.stderr, flush=True)
             runs[mode] = run_session(agent, mode, script=script, settings={}, timeout_s=1800)
         rows.append(defaults_row(runs["direct"], runs["tomc"]))
-    print(
-        "## Real agents at their true defaults, direct and through `tomc run` "
-        f"(tokens: {COUNTER_NAME}; a pause lasts {PAUSE_S:g} s, the cache {TTL_S:g} s)\n"
-    )
-    print(defaults_table(rows))
-    print("\nCommand: `python -m benchmarks.real_agents --defaults`")
-    return 0 if all(r["finished"] for r in rows) else 1
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

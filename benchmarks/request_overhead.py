@@ -62,7 +62,10 @@ def measure(tokens: int = 1_000_000, repeat: int = 7) -> dict[str, Any]:
     fresh.prepare(model="gpt-4o", messages=history)
     first = time.perf_counter() - started
     # The same history where it fits: every request passes through unchanged.
-    roomy = AutomaticChatSession(deployment_context_limit=tokens * 4, compile_floor=tokens * 4)
+    roomy = AutomaticChatSession(
+        model_profiles={"gpt-4o": {"context_window": tokens * 4, "encoding": "o200k_base"}},
+        compile_floor=tokens * 4,
+    )
     roomy.prepare(model="gpt-4o", messages=history)
     prepare_s, passed_s, dumps_s, codes = [], [], [], []
     for _ in range(repeat):

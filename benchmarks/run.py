@@ -307,6 +307,21 @@ def real_agents_section(quick: bool) -> list[str]:
         "",
         real_agents.table(results),
     ]
+    if not quick:  # the defaults matrix takes minutes: full runs only
+        from benchmarks.real_agents import defaults_heading, defaults_rows, defaults_table
+
+        rows = defaults_rows(list(real_agents.AGENTS))
+        lines += [
+            "",
+            "#" + defaults_heading(),
+            "",
+            "Produced by the same run (`python -m benchmarks.real_agents --defaults` prints it "
+            "alone): nothing shortened; each session plants 20 values, sets a third of them again "
+            "halfway and edits 8 files; worst step: the highest ratio of billed input so far at "
+            "any step; masking: observation masking of direct's final request.",
+            "",
+            defaults_table(rows),
+        ]
     if missing:
         lines += ["", f"Not installed: {', '.join(missing)}."]
     return lines
@@ -326,19 +341,21 @@ def agent_loop_section(quick: bool) -> list[str]:
     )
     from benchmarks import gateway_load, request_overhead
 
-    overhead = request_overhead.measure(100_000 if quick else 1_000_000)
+    sizes = (100_000,) if quick else (100_000, 400_000, 1_000_000)
+    overheads = [request_overhead.measure(size) for size in sizes]
     return [
         "Produced by the same run (`python -m benchmarks.agent_replay"
         f"{' --quick' if quick else ' --dialects chat,messages,responses'}` prints it alone).",
         "",
         *report.to_markdown().splitlines(),
         "",
-        "### Per-request overhead of a reused memory",
+        "### Per-request overhead",
         "",
-        "`python -m benchmarks.request_overhead` (also part of this run): a request that reuses "
-        "the frozen memory, beside one `json.dumps` of the same messages.",
+        "`python -m benchmarks.request_overhead` (also part of this run): a request that passes "
+        "through, one that reuses the frozen memory and a whole build, beside one `json.dumps` "
+        "of the same messages.",
         "",
-        *request_overhead.to_markdown([overhead]),
+        *request_overhead.to_markdown(overheads),
         "",
         "### The gateway under load",
         "",

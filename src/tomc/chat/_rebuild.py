@@ -293,8 +293,8 @@ def _budgets(
             room = available - leave
             break
     if plan.goal is not None:
-        # The cost account's goal: as deep as it says, and never shallower than the window's
-        # rule; a rebuild the target demands goes as deep as a memory can (the cheapest).
+        # The cost account's goal for an early or cold-cache rebuild: as deep as it says, and
+        # never shallower than the window's rule.
         priced = available - max(0, plan.fit_limit - plan.goal)
         room = min(room, max(MIN_BUDGET, priced))
     if sum(wanted) <= (available if explicit else room):
