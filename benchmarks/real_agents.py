@@ -134,6 +134,40 @@ def run_defaults(agents: list[str]) -> int:
     return 0 if all(r["finished"] for r in rows) else 1
 
 
+def run_replay(agents: list[str], overrides: dict[str, object]) -> int:
+    """The defaults cells direct, and TOMC priced offline on each recorded run
+    (``tests/agent_cost_replay.py``) with ``overrides`` over the gateway's session options."""
+    from dataclasses import replace
+
+    from agent_cost_replay import replay_through_tomc
+    from tomc._gateway.proxy.options import SESSION_OPTIONS
+
+    options = replace(SESSION_OPTIONS, **overrides)
+    print(f"## Offline replay of the defaults cells, session options {json.dumps(overrides)}\n")
+    print("| agent | session | direct billed | replayed TOMC billed | vs direct | largest prompt |")
+    print("|---|---|--:|--:|--:|--:|")
+    for agent, steps, chars, pause in DEFAULT_CELLS:
+        if agent not in agents or agent_binary(agent) is None:
+            continue
+        extra = {} if pause is None else {"pause_after_step": pause, "pause_s": PAUSE_S}
+        if pause is not None:
+            extra["cache_ttl_s"] = TTL_S
+        script = probe_script(steps, chars, **extra)  # type: ignore[arg-type]
+        print(f"running {agent} {steps} x {chars} direct ...", file=sys.stderr, flush=True)
+        direct = run_session(agent, "direct", script=script, settings={}, timeout_s=1800)
+        replayed = replay_through_tomc(direct, options)
+        note = " (direct compacted itself: the replay is not valid past it)" * bool(
+            direct.compactions
+        )
+        print(
+            f"| {agent} | {steps} x {chars:,}{', paused' if pause else ''}{note} "
+            f"| {direct.billed_input:,.0f} | {replayed.billed_input:,.0f} "
+            f"| {replayed.billed_input / direct.billed_input:.2f}x | {replayed.largest_prompt:,} |"
+        )
+    print(f"\nCommand: `python -m benchmarks.real_agents --replay '{json.dumps(overrides)}'`")
+    return 0
+
+
 def defaults_heading() -> str:
     return (
         "## Real agents at their true defaults, direct and through `tomc run` "
@@ -171,9 +205,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the matrix at the agents' true defaults (sessions of every length, with pauses)",
     )
+    parser.add_argument(
+        "--replay",
+        metavar="JSON",
+        help="run each defaults cell direct only and price TOMC offline on the recorded run, "
+        "with these session options over the gateway's (e.g. '{\"payback_requests\": 2}')",
+    )
     args = parser.parse_args(argv)
+    parser_agents = [a.strip() for a in args.agents.split(",") if a.strip()]
+    if args.replay is not None:
+        return run_replay(parser_agents, json.loads(args.replay))
     if args.defaults:
-        return run_defaults([a.strip() for a in args.agents.split(",") if a.strip()])
+        return run_defaults(parser_agents)
     script = Script(steps=args.steps, output_chars=args.output_chars)
     results: list[RunResult] = []
     missing = []

@@ -71,7 +71,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -417,8 +417,12 @@ class AgentRequest:
 class AgentUpstream:
     """The scripted fake (see the module docstring)."""
 
-    def __init__(self, script: Script | None = None) -> None:
+    def __init__(
+        self, script: Script | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.script = script or Script()
+        #: What the caches' lifetimes are measured by (an offline replay passes its own).
+        self.clock = clock
         self.requests: list[AgentRequest] = []
         self.conversations: dict[str, _Conversation] = {}
         self._lock = threading.Lock()
@@ -679,7 +683,7 @@ class AgentUpstream:
 
     def _anthropic_usage(self, record: AgentRequest, body: Mapping[str, Any]) -> None:
         blocks = _anthropic_blocks(body)
-        now = time.monotonic()
+        now = self.clock()
         cache = self._anthropic_cache
         for key in [k for k, (expiry, _) in cache.items() if expiry < now]:
             del cache[key]
@@ -840,7 +844,7 @@ class AgentUpstream:
             if isinstance(item, Mapping):
                 item = {k: v for k, v in item.items() if k != "id"}
             pieces.append(_canon(item))
-        now = time.monotonic()
+        now = self.clock()
         cache = self._openai_cache
         for key in [k for k, (expiry, _) in cache.items() if expiry < now]:
             del cache[key]

@@ -16,6 +16,7 @@ import json
 
 import pytest
 
+from agent_cost_replay import replay_through_tomc
 from agent_upstream import probe_script
 from real_agents import AGENTS, RunResult, agent_binary, run_session
 
@@ -73,3 +74,16 @@ def test_every_current_value_and_edited_file_is_kept(agent: str) -> None:
     assert direct.current_kept == (facts, facts), _explain(direct, tomc)
     assert tomc.current_kept == (facts, facts), _explain(direct, tomc)
     assert tomc.edits_kept == (edits, edits), _explain(direct, tomc)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_an_offline_replay_of_the_direct_run_bills_what_tomc_run_billed(agent: str) -> None:
+    # What lets the policy be tuned without the CLIs: the direct run's requests, decided by the
+    # gateway's steps and billed by a fresh scripted upstream on the recorded clock.
+    direct, tomc = _run(agent, "direct"), _run(agent, "tomc")
+    replayed = replay_through_tomc(direct)
+    assert replayed.billed_input == pytest.approx(tomc.billed_input, rel=0.02), (
+        replayed,
+        _explain(direct, tomc),
+    )
+    assert replayed.largest_prompt == pytest.approx(tomc.largest_prompt, rel=0.02)
