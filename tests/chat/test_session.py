@@ -468,3 +468,23 @@ def test_context_target_keeps_the_prompt_under_it_whatever_the_model():
     )
     assert sent is history and decision.code == "fits"
     assert decision.context_target == total * 2
+
+
+def test_an_exactly_counted_model_keeps_the_room_the_provider_counts_beyond_it():
+    # The provider counts its own framing too: 5% more than the exact count of a large prompt
+    # keeps 5% more room under the target from then on; a small prompt's ratio teaches nothing.
+    history = agent_history(40)
+    profiles = {"gpt-4o": {"context_window": 1_000_000, "encoding": "o200k_base"}}
+    session = AutomaticChatSession(model_profiles=profiles)
+    target = history_tokens(history) * 2
+    _, decision = session.prepare(model="gpt-4o", messages=history[:3], context_target=target)
+    session.observe_usage(decision.tokens_after * 3)  # tiny: not learned
+    _, decision = session.prepare(model="gpt-4o", messages=history, context_target=target)
+    assert session.state.margins == {}
+    assert f"of {target:,} tokens available" in decision.reason
+    session.observe_usage(int(decision.tokens_after * 1.05))
+    assert session.state.margins["o200k_base"] == pytest.approx(1.05, abs=1e-3)
+    _, decision = session.prepare(model="gpt-4o", messages=history, context_target=target)
+    assert f"of {int(target / session.state.margins['o200k_base']):,} tokens available" in (
+        decision.reason
+    )

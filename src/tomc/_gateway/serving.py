@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -86,9 +87,13 @@ class ServeOptions:
         return replace(settings, port=port or self.port or settings.port, **self.pinned)
 
     def app(self, port: int) -> Starlette:
-        """The gateway app these options describe, for a server bound on ``port``."""
+        """The gateway app these options describe, for a server bound on ``port``; what the
+        first request would wait for is loaded meanwhile (:func:`.proxy.options.warm_up`)."""
         from .._home import default_home
         from .proxy.app import create_gateway_app
+        from .proxy.options import warm_up
+
+        threading.Thread(target=warm_up, name="tomc-warm-up", daemon=True).start()
 
         home = self.home if self.home is not None else default_home()
         return create_gateway_app(

@@ -39,6 +39,8 @@ __all__ = ["AutomaticChatSession", "PreparedRequest"]
 
 logger = logging.getLogger("tomc.chat")
 _DEFAULTS = {option.name: option.default for option in fields(SessionOptions)}
+#: An exactly counted model learns a margin only from prompts at least this large.
+EXACT_MARGIN_FLOOR = 4096
 
 _LAST_DECISION: contextvars.ContextVar[Decision | None] = contextvars.ContextVar(
     "tomc_last_decision", default=None
@@ -374,6 +376,8 @@ class AutomaticChatSession:
             # An exact count still misses the provider's own framing of the request: its margin
             # is learned all the same, and keeps that much room under the limit instead.
             meter = self._caches.base_meter(counter or None)
+            if meter.exact and estimated < EXACT_MARGIN_FLOOR:
+                return  # a small prompt's ratio is mostly the provider's fixed framing
             factor = state.margins.get(counter, meter.factor)
             # An estimate was counted with its factor, an exact count without it.
             learned = learned_factor(factor, estimated, usage, applied=not meter.exact)
