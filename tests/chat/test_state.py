@@ -25,6 +25,7 @@ def decided(prepared: Any) -> tuple[str, dict[str, str], dict[str, Any]]:
     """What a prepared request sends and decides, without its measured latency."""
     decision = asdict(prepared.decision)
     decision.pop("compile_latency_s")
+    decision.pop("prepare_s")
     body = json.dumps(prepared.body, ensure_ascii=False)
     return body, dict(prepared.headers), decision
 

@@ -68,6 +68,8 @@ class Decision:
     #: the frozen ones, whose cached prefix stays valid) or ``"merge"`` (the memory built whole
     #: again).
     rebuild: str | None = None
+    #: How long deciding the request took (seconds, measured: planning, compiling, finishing).
+    prepare_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

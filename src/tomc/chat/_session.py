@@ -330,7 +330,9 @@ class AutomaticChatSession:
                 charge(state.account, verdict, plan, outcome, now)
             if outcome.code == "agent_compaction":
                 self._compacted(NativeEvent(dialect.name, "completed", outcome.reason))
-            decision = plan.decision(outcome, state.rebuilds)
+            decision = replace(
+                plan.decision(outcome, state.rebuilds), prepare_s=time.perf_counter() - started
+            )
             self.decisions.append(decision)
             if plan.meter is not None:
                 state.last_sent = (outcome.tokens_after, plan.encoding)
@@ -347,7 +349,7 @@ class AutomaticChatSession:
             decision.tokens_before,
             decision.tokens_after,
             decision.rebuilds,
-            (time.perf_counter() - started) * 1000,
+            decision.prepare_s * 1000,
             account.sent,
             account.direct,
         )

@@ -103,6 +103,13 @@ def test_the_page_shows_the_chart_and_figures_only(tmp_path, caplog):
     assert "billed through TOMC" in html and "estimated direct" in html
     assert "Traffic and savings" in html and "Live conversations" in html
     assert f"Context target: {limit}." in html and f"<td>{limit:,}</td>" in html
+    # Each live conversation's latest request: TOMC's decision and time, the provider's figures.
+    (chat,) = [c for c in json.loads(status)["conversations"] if c["api"] == "chat"]
+    last = chat["last_request"]
+    assert last["decision"] in ("compiled", "reused") and last["prepare_ms"] > 0
+    assert last["provider"]["prompt_tokens"] == 1234
+    assert last["provider"]["cache_read_tokens"] == 1200
+    assert chat["account"]["direct"] > chat["account"]["billed"] > 0
     traffic = json.loads(status)["traffic"]
     assert f"{traffic['totals']['billed_input']:,.0f} through TOMC" in html
     assert traffic["totals"]["rewritten"] == 2

@@ -347,8 +347,8 @@ class Gateway:
         try:
             usage = sniffer.usage if sniffer is not None and status < 400 else None
             key = conversation.key if conversation is not None else ""
-            if usage is not None:  # the provider's side of the request's account
-                logger.info("%s %s: %s", key, usage.describe(), decision and decision.code)
+            if usage is not None and conversation is not None:  # the request's account
+                conversation.note_usage(usage)
             self.ledger.record(LedgerEntry.of_request(api or "", key, status, decision, usage))
         except Exception as exc:  # only bookkeeping
             logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)

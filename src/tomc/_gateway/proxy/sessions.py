@@ -15,6 +15,7 @@ and give each request a session made from the shared options with that state loa
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -23,8 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ...chat import AutomaticChatSession, Decision
+from .usage import ProviderUsage
 
 __all__ = ["ConversationRecord", "MemorySessionStore", "SessionStore"]
+
+logger = logging.getLogger("tomc.gateway")
 
 
 @dataclass
@@ -48,11 +52,14 @@ class ConversationRecord:
     #: The last decision's context target (``None``: none applied) and where it came from.
     context_target: int | None = None
     target_source: str = ""
+    #: What the provider reported for the latest request, once its answer is in.
+    last_usage: ProviderUsage | None = None
 
     def record(self, decision: Decision | None, now: float) -> None:
         self.requests += 1
         self.last_seen = now
         self.last_decision = decision
+        self.last_usage = None
         if decision is None:
             self.failures += 1
             self.last_code = "gateway_error"
@@ -64,6 +71,34 @@ class ConversationRecord:
         self.last_model = decision.model
         self.last_code = decision.code
         self.context_target = getattr(decision, "context_target", None)
+
+    def note_usage(self, usage: ProviderUsage) -> None:
+        """The provider's side of the latest request: what it counted, read from its cache,
+        wrote to it and billed (logged, and shown in the status as ``last_request``)."""
+        self.last_usage = usage
+        code = self.last_decision.code if self.last_decision is not None else "-"
+        logger.info("%s %s: %s", self.key, code, usage.describe())
+
+    def last_request(self) -> dict[str, Any] | None:
+        """The latest request's account: TOMC's decision and time, the provider's figures."""
+        decision, usage = self.last_decision, self.last_usage
+        if decision is None:
+            return None
+        return {
+            "decision": decision.code,
+            "rebuild": decision.rebuild,
+            "tokens_before": decision.tokens_before,
+            "tokens_after": decision.tokens_after,
+            "prepare_ms": round(decision.prepare_s * 1000, 1),
+            "provider": None
+            if usage is None
+            else {
+                "prompt_tokens": usage.prompt_tokens,
+                "cache_read_tokens": usage.cache_read_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
+                "billed_input": round(usage.billed_input, 1),
+            },
+        }
 
     def to_dict(self, now: float) -> dict[str, Any]:
         saved = self.tokens_before - self.tokens_after
@@ -82,6 +117,7 @@ class ConversationRecord:
             "tokens_saved": saved,
             "saved_share": saved / self.tokens_before if self.tokens_before else 0.0,
             "account": _account(self.session),
+            "last_request": self.last_request(),
             "gateway_errors": self.failures,
             "idle_s": round(now - self.last_seen, 1),
             "age_s": round(now - self.created, 1),
