@@ -88,3 +88,15 @@ def test_the_gateway_takes_the_sessions_choices():
         parse_context_target(1000)
     with pytest.raises(InvalidOptionError, match="context target must be a number of tokens"):
         parse_context_target(True)
+
+
+def test_the_gateway_takes_a_cache_lifetime_from_its_settings_file(tmp_path):
+    from tomc._gateway.settings import load_settings, save_settings
+
+    assert GatewaySettings().cache_ttl_s is None
+    assert GatewaySettings(cache_ttl_s="6").cache_ttl_s == 6.0
+    for bad in (-1, "soon", True, float("inf")):
+        with pytest.raises(InvalidOptionError, match="cache_ttl_s must be a number of seconds"):
+            GatewaySettings(cache_ttl_s=bad)
+    save_settings(GatewaySettings(cache_ttl_s=3600), tmp_path)
+    assert load_settings(tmp_path).cache_ttl_s == 3600.0
