@@ -23,6 +23,7 @@ import argparse
 import json
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent.parent / "tests"
@@ -73,36 +74,67 @@ DEFAULT_CELLS: tuple[tuple[str, int, int, int | None], ...] = (
 PAUSE_S, TTL_S = 10.0, 6.0
 
 
-def defaults_row(direct: RunResult, tomc: RunResult) -> dict[str, object]:
+@dataclass(frozen=True)
+class DefaultsRow:
     """One cell of the defaults matrix: what TOMC billed against direct, at the end, at its
-    worst step, and on the first request after a pause."""
-    paused = [run.after_pause() for run in (direct, tomc)]
-    after = (
-        paused[1].billed_input / paused[0].billed_input
-        if paused[0] is not None and paused[1] is not None and paused[0].billed_input
-        else None
-    )
-    return {
-        "agent": tomc.agent,
-        "steps": tomc.script.steps,
-        "chars": tomc.script.output_chars,
-        "pause": tomc.script.pause_after_step,
-        "direct_largest": direct.largest_prompt,
-        "tomc_largest": tomc.largest_prompt,
-        "direct_compactions": direct.compactions,
-        "tomc_compactions": tomc.compactions,
-        "end": tomc.billed_input / direct.billed_input,
-        "worst": tomc.worst_ratio(direct),
-        "after_pause": after,
-        "errors": len(tomc.client_errors),
-        "current": (direct.current_kept[0], tomc.current_kept[0], direct.masked_kept()[0]),
-        "edits": (direct.edits_kept[0], tomc.edits_kept[0], direct.masked_kept()[1]),
-        "facts": (len(tomc.script.facts), len(tomc.script.edits)),
-        "finished": direct.finished and tomc.finished,
-    }
+    worst step and on the first request after a pause, and what the final requests kept
+    (direct / TOMC / observation masking of direct's final request)."""
+
+    agent: str
+    steps: int
+    chars: int
+    pause: int | None
+    direct_largest: int
+    tomc_largest: int
+    direct_compactions: int
+    tomc_compactions: int
+    end: float
+    worst: float
+    after_pause: float | None
+    errors: int
+    current: tuple[int, int, int]
+    edits: tuple[int, int, int]
+    facts: int
+    edited: int
+    finished: bool
+
+    @classmethod
+    def of(cls, direct: RunResult, tomc: RunResult) -> DefaultsRow:
+        paused = direct.after_pause(), tomc.after_pause()
+        after = None
+        if paused[0] is not None and paused[1] is not None and paused[0].billed_input:
+            after = paused[1].billed_input / paused[0].billed_input
+        masked = direct.masked_kept()
+        script = tomc.script
+        return cls(
+            agent=tomc.agent,
+            steps=script.steps,
+            chars=script.output_chars,
+            pause=script.pause_after_step,
+            direct_largest=direct.largest_prompt,
+            tomc_largest=tomc.largest_prompt,
+            direct_compactions=direct.compactions,
+            tomc_compactions=tomc.compactions,
+            end=tomc.billed_input / direct.billed_input,
+            worst=tomc.worst_ratio(direct),
+            after_pause=after,
+            errors=len(tomc.client_errors),
+            current=(direct.current_kept[0], tomc.current_kept[0], masked[0]),
+            edits=(direct.edits_kept[0], tomc.edits_kept[0], masked[1]),
+            facts=len(script.facts),
+            edited=len(script.edits),
+            finished=direct.finished and tomc.finished,
+        )
 
 
-def defaults_table(rows: list[dict[str, object]]) -> str:
+def cell_script(steps: int, chars: int, pause: int | None) -> Script:
+    """The fidelity probe of one defaults cell, with its pause (the cache shortened alike)."""
+    if pause is None:
+        return probe_script(steps, chars)
+    return probe_script(steps, chars, pause_after_step=pause, pause_s=PAUSE_S, cache_ttl_s=TTL_S)
+
+
+def defaults_table(rows: list[DefaultsRow]) -> str:
     lines = [
         "| agent | session | direct: largest prompt (own compactions) | `tomc run`: largest prompt "
         "(own compactions) | billed vs direct | worst step | first request after the pause "
@@ -110,17 +142,16 @@ def defaults_table(rows: list[dict[str, object]]) -> str:
         "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for r in rows:
-        pause = f", pause after step {r['pause']}" if r["pause"] else ""
-        after = f"{r['after_pause']:.2f}x" if r["after_pause"] is not None else "-"
-        facts, edits = r["facts"]  # type: ignore[misc]
-        current = " / ".join(str(n) for n in r["current"])  # type: ignore[attr-defined]
-        edited = " / ".join(str(n) for n in r["edits"])  # type: ignore[attr-defined]
+        pause = f", pause after step {r.pause}" if r.pause else ""
+        after = f"{r.after_pause:.2f}x" if r.after_pause is not None else "-"
+        current = " / ".join(str(n) for n in r.current)
+        edited = " / ".join(str(n) for n in r.edits)
         lines.append(
-            f"| {r['agent']} | {r['steps']} x {r['chars']:,}{pause} "
-            f"| {r['direct_largest']:,} ({r['direct_compactions']}) "
-            f"| {r['tomc_largest']:,} ({r['tomc_compactions']}) | {r['end']:.2f}x "
-            f"| {r['worst']:.3f}x | {after} | {r['errors']} | {current} of {facts} "
-            f"| {edited} of {edits} |"
+            f"| {r.agent} | {r.steps} x {r.chars:,}{pause} "
+            f"| {r.direct_largest:,} ({r.direct_compactions}) "
+            f"| {r.tomc_largest:,} ({r.tomc_compactions}) | {r.end:.2f}x "
+            f"| {r.worst:.3f}x | {after} | {r.errors} | {current} of {r.facts} "
+            f"| {edited} of {r.edited} |"
         )
     return "\n".join(lines)
 
@@ -131,7 +162,7 @@ def run_defaults(agents: list[str]) -> int:
     print(defaults_heading() + "\n")
     print(defaults_table(rows))
     print("\nCommand: `python -m benchmarks.real_agents --defaults`")
-    return 0 if all(r["finished"] for r in rows) else 1
+    return 0 if all(r.finished for r in rows) else 1
 
 
 def run_replay(agents: list[str], overrides: dict[str, object]) -> int:
@@ -149,11 +180,8 @@ def run_replay(agents: list[str], overrides: dict[str, object]) -> int:
     for agent, steps, chars, pause in DEFAULT_CELLS:
         if agent not in agents or agent_binary(agent) is None:
             continue
-        extra = {} if pause is None else {"pause_after_step": pause, "pause_s": PAUSE_S}
-        if pause is not None:
-            extra["cache_ttl_s"] = TTL_S
-        script = probe_script(steps, chars, **extra)  # type: ignore[arg-type]
         print(f"running {agent} {steps} x {chars} direct ...", file=sys.stderr, flush=True)
+        script = cell_script(steps, chars, pause)
         direct = run_session(agent, "direct", script=script, settings={}, timeout_s=1800)
         replayed = replay_through_tomc(direct, options)
         note = " (direct compacted itself: the replay is not valid past it)" * bool(
@@ -175,22 +203,18 @@ def defaults_heading() -> str:
     )
 
 
-def defaults_rows(agents: list[str]) -> list[dict[str, object]]:
+def defaults_rows(agents: list[str]) -> list[DefaultsRow]:
     """The defaults matrix's rows for the installed ``agents``."""
     rows = []
     for agent, steps, chars, pause in DEFAULT_CELLS:
         if agent not in agents or agent_binary(agent) is None:
             continue
-        script = probe_script(steps, chars)
-        if pause is not None:
-            script = probe_script(
-                steps, chars, pause_after_step=pause, pause_s=PAUSE_S, cache_ttl_s=TTL_S
-            )
+        script = cell_script(steps, chars, pause)
         runs = {}
         for mode in ("direct", "tomc"):
             print(f"running {agent} {steps} x {chars} {mode} ...", file=sys.stderr, flush=True)
             runs[mode] = run_session(agent, mode, script=script, settings={}, timeout_s=1800)
-        rows.append(defaults_row(runs["direct"], runs["tomc"]))
+        rows.append(DefaultsRow.of(runs["direct"], runs["tomc"]))
     return rows
 
 
