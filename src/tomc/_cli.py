@@ -72,6 +72,9 @@ def compile_command(
     SOURCE is plain text (one source line per nonempty line) or a JSON list of chat messages.
     An empty memory prints nothing and says why on stderr.
     """
+    if as_json and as_inspect:
+        # Two whole outputs for one stream: say so instead of silently printing only one.
+        raise click.UsageError("--json and --inspect each print the whole result; give one")
     data = source.read()
     try:
         raw = data.decode("utf-8")

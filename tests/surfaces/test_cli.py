@@ -285,3 +285,12 @@ def test_install_hints_name_a_command_that_works_from_a_clone() -> None:
     root = source_checkout()
     if root is not None:  # an editable install from this clone
         assert f"{root}[bpe]" in hint and "make install" in hint
+
+
+def test_json_and_inspect_together_are_a_usage_error() -> None:
+    result = CliRunner().invoke(
+        main, ["compile", str(EXAMPLE), "-t", "What is deploy_target?", "--json", "--inspect"]
+    )
+    assert result.exit_code == 2
+    assert "--json and --inspect each print the whole result; give one" in result.output
+    assert "Traceback" not in result.output
