@@ -219,6 +219,12 @@ def test_clicking_a_copy_row_highlights_its_whole_chain(laptop: Session) -> None
     selected = page.locator("#ledger tbody tr.selected")
     expect(selected).to_have_count(1)
     expect(selected.locator(".row-select")).to_have_attribute("aria-pressed", "true")
+    # A key's underline sits below its underscores: rollback_target reads as written.
+    offset, size = page.evaluate(
+        """() => { const style = getComputedStyle(document.querySelector('#ledger .row-select'));
+                   return [style.textUnderlineOffset, style.fontSize]; }"""
+    )
+    assert offset.endswith("px") and float(offset[:-2]) >= 0.25 * float(size[:-2])
     laptop.shot("web-copy-chain")
 
     # Another row replaces the highlight; clicking it again clears it.
