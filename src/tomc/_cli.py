@@ -15,7 +15,6 @@ import click
 from . import __version__
 from ._core.compiler import STRATEGIES
 from ._core.extras import install_hint
-from ._core.sources import MAX_INTERACTIVE_CHARS
 from ._reporting import reported
 from ._service import (
     DEFAULT_COUNTER,
@@ -26,6 +25,11 @@ from ._service import (
 )
 
 __all__ = ["main"]
+
+#: The history limit of ``tomc compile``: a file or a pipe, not something typed, so not the
+#: 200,000-character interactive limit of the web page and the MCP server; a guard against the
+#: wrong file (about 5M tokens: seconds of compiling, linear in the size).
+MAX_FILE_CHARS = 20_000_000
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,7 +62,7 @@ def main() -> None:
 @click.option(
     "--max-chars",
     type=click.IntRange(min=0),
-    default=MAX_INTERACTIVE_CHARS,
+    default=MAX_FILE_CHARS,
     show_default=True,
     help="Refuse a longer history; 0 for no limit (the task's own limit is lifted too).",
 )

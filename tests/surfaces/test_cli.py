@@ -60,7 +60,9 @@ def test_errors_are_messages_not_tracebacks() -> None:
     assert "Traceback" not in empty.output
     binary = runner.invoke(main, ["compile", "-", "-t", "q"], input=b"\xff\xfe\x00garbage")
     assert binary.exit_code != 0 and "not UTF-8" in binary.output
-    big = runner.invoke(main, ["compile", "-", "-t", "q"], input="word\n" * 50_000)
+    big = runner.invoke(
+        main, ["compile", "-", "-t", "q", "--max-chars", "200000"], input="word\n" * 50_000
+    )
     assert big.exit_code == 1 and "200,000" in big.output and "--max-chars 0" in big.output
     nested = runner.invoke(
         main, ["compile", "-", "-t", "q", "--max-chars", "0"], input="[" * 100_000
@@ -294,3 +296,13 @@ def test_json_and_inspect_together_are_a_usage_error() -> None:
     assert result.exit_code == 2
     assert "--json and --inspect each print the whole result; give one" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_file_is_not_held_to_the_interactive_limit() -> None:
+    # 250,000 characters: over the web page's and the MCP server's 200,000, a file is fine.
+    result = CliRunner().invoke(
+        main, ["compile", "-", "-t", "word 49999", "-b", "20"], input="word\n" * 50_000
+    )
+    assert result.exit_code == 0, result.output
+    shown = " ".join(CliRunner().invoke(main, ["compile", "--help"]).output.split())
+    assert "--max-chars" in shown and "[default: 20000000;" in shown
