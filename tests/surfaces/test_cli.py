@@ -306,3 +306,17 @@ def test_a_file_is_not_held_to_the_interactive_limit() -> None:
     assert result.exit_code == 0, result.output
     shown = " ".join(CliRunner().invoke(main, ["compile", "--help"]).output.split())
     assert "--max-chars" in shown and "[default: 20000000;" in shown
+
+
+def test_inspect_shortens_long_id_lists_unless_asked_for_all() -> None:
+    # A COUNT of a common word cites every line that has it: thousands of ids on one line.
+    history = "".join(f"event {k} finished ok\n" for k in range(400))
+    args = ["compile", "-", "-t", "How many times does finished occur?", "-b", "200", "--inspect"]
+    short = CliRunner().invoke(main, args, input=history)
+    assert short.exit_code == 0, short.output
+    (line,) = [x for x in short.output.splitlines() if "(400 units)" in x]
+    assert "sources=u0,u1,u2,u3,u4,…,u395,u396,u397,u398,u399 (400 units)" in line
+    full = CliRunner().invoke(main, [*args, "--all-ids"], input=history)
+    assert "sources=" + ",".join(f"u{k}" for k in range(400)) + " " in full.output
+    alone = CliRunner().invoke(main, ["compile", "-", "-t", "q", "--all-ids"], input="a = 1")
+    assert alone.exit_code == 2 and "--all-ids shapes the --inspect output" in alone.output

@@ -12,15 +12,31 @@ __all__ = ["render_inspection"]
 _TEXT_WIDTH = 100
 
 
+#: A record citing more source units than this shows the first and last few of them.
+_IDS_SHOWN = 10
+
+
 def _clip(text: str, width: int = _TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def render_inspection(result: CompileResult, *, include_memory: bool = True) -> str:
+def _ids(ids: tuple[str, ...] | list[str], full: bool) -> str:
+    """A record's source ids; a long list (a COUNT of a common word cites thousands) keeps its
+    first and last few, as the memory shortens copy chains."""
+    if full or len(ids) <= _IDS_SHOWN:
+        return ",".join(ids)
+    half = _IDS_SHOWN // 2
+    return f"{','.join(ids[:half])},…,{','.join(ids[-half:])} ({len(ids)} units)"
+
+
+def render_inspection(
+    result: CompileResult, *, include_memory: bool = True, full: bool = False
+) -> str:
     """The memory, the source units in order (kept or not, and why), every ledger row, and
     the figures, each under a heading; the markers are explained where they are used.
 
-    ``include_memory=False`` leaves the memory out, for a caller that shows it elsewhere.
+    ``include_memory=False`` leaves the memory out, for a caller that shows it elsewhere;
+    ``full=True`` lists every source id of every record (long lists are shortened otherwise).
     """
     source_rows = {row.key: row for row in result.ledger if row.kind == "source"}
     supported: dict[str, list[str]] = {}
@@ -67,7 +83,8 @@ def render_inspection(result: CompileResult, *, include_memory: bool = True) -> 
     for row in records:
         mark = "IN " if row.included else "OUT"
         lines.append(f"{mark} {row.kind:<8} {_clip(row.text)}")
-        lines.append(f"{'':4}tokens={row.tokens} sources={','.join(row.source_ids)} · {row.reason}")
+        sources = _ids(row.source_ids, full)
+        lines.append(f"{'':4}tokens={row.tokens} sources={sources} · {row.reason}")
     by_kind = ", ".join(f"{kind}={n}" for kind, n in result.tokens_by_kind.items())
     exceeded = [kind for kind, hit in result.caps_exceeded.items() if hit]
     lines += [

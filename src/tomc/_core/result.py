@@ -130,5 +130,6 @@ class CompileResult:
             data["sources"] = [unit.to_dict() for unit in self.sources]
         return data
 
-    def inspect(self) -> str:
-        return render_inspection(self)
+    def inspect(self, *, full: bool = False) -> str:
+        """The plain-text inspector (``full``: every source id of every record)."""
+        return render_inspection(self, full=full)
