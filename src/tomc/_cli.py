@@ -69,10 +69,13 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
 @click.option("--inspect", "as_inspect", is_flag=True, help="Print the memory, then the inspector.")
 @click.option(
-    "--all-ids", is_flag=True, help="With --inspect: every source id of every record, unshortened."
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="With --inspect: every source unit and every source id, nothing summed up.",
 )
 def compile_command(
-    source, task, budget, strategy, counter, uncapped, max_chars, as_json, as_inspect, all_ids
+    source, task, budget, strategy, counter, uncapped, max_chars, as_json, as_inspect, show_all
 ) -> None:
     """Compile SOURCE (a file, or - for stdin) for a task and print the memory.
 
@@ -82,8 +85,8 @@ def compile_command(
     if as_json and as_inspect:
         # Two whole outputs for one stream: say so instead of silently printing only one.
         raise click.UsageError("--json and --inspect each print the whole result; give one")
-    if all_ids and not as_inspect:
-        raise click.UsageError("--all-ids shapes the --inspect output; give it with --inspect")
+    if show_all and not as_inspect:
+        raise click.UsageError("--all shapes the --inspect output; give it with --inspect")
     data = source.read()
     try:
         raw = data.decode("utf-8")
@@ -105,7 +108,7 @@ def compile_command(
         if as_json:
             output = json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n"
         elif as_inspect:
-            output = result.inspect(full=all_ids)  # the memory under its heading, then why
+            output = result.inspect(full=show_all)  # the memory under its heading, then why
         else:
             output = result.compiled_memory
     # Bytes, so a lone surrogate from a JSON chat list is written, not a UnicodeEncodeError.

@@ -308,15 +308,34 @@ def test_a_file_is_not_held_to_the_interactive_limit() -> None:
     assert "--max-chars" in shown and "[default: 20000000;" in shown
 
 
-def test_inspect_shortens_long_id_lists_unless_asked_for_all() -> None:
-    # A COUNT of a common word cites every line that has it: thousands of ids on one line.
+def test_inspect_scales_to_a_long_history_unless_asked_for_all() -> None:
+    # A COUNT of a common word cites every line that has it: thousands of ids on one line, and
+    # a line per unit of a long log.
     history = "".join(f"event {k} finished ok\n" for k in range(400))
     args = ["compile", "-", "-t", "How many times does finished occur?", "-b", "200", "--inspect"]
     short = CliRunner().invoke(main, args, input=history)
     assert short.exit_code == 0, short.output
     (line,) = [x for x in short.output.splitlines() if "(400 units)" in x]
     assert "sources=u0,u1,u2,u3,u4,…,u395,u396,u397,u398,u399 (400 units)" in line
-    full = CliRunner().invoke(main, [*args, "--all-ids"], input=history)
+    full = CliRunner().invoke(main, [*args, "--all"], input=history)
     assert "sources=" + ",".join(f"u{k}" for k in range(400)) + " " in full.output
-    alone = CliRunner().invoke(main, ["compile", "-", "-t", "q", "--all-ids"], input="a = 1")
-    assert alone.exit_code == 2 and "--all-ids shapes the --inspect output" in alone.output
+    assert all(f" u{k} [-] event {k} finished ok" in full.output for k in range(400))
+    assert len(short.output.splitlines()) <= len(full.output.splitlines())
+    alone = CliRunner().invoke(main, ["compile", "-", "-t", "q", "--all"], input="a = 1")
+    assert alone.exit_code == 2 and "--all shapes the --inspect output" in alone.output
+
+
+def test_inspect_sums_up_the_units_a_long_history_left_out() -> None:
+    history = "".join(f"worker {k} heartbeat\n" for k in range(600)) + "db_host = db-9\n"
+    args = ["compile", "-", "-t", "What is db_host?", "-b", "60", "--inspect"]
+    result = CliRunner().invoke(main, args, input=history)
+    assert result.exit_code == 0, result.output
+    text = result.output
+    # The line behind the record is listed (it supports it), kept or not.
+    assert re.search(r"^(KEPT|    ) +u600 \[-\] db_host = db-9$", text, re.M), text[:2000]
+    assert " u17 [-] worker 17 heartbeat" not in text  # left out, and not listed
+    (summary,) = [x for x in text.splitlines() if "more left out:" in x]
+    assert "(--all lists them)" in summary
+    total = int(summary.split("… and ")[1].split(" more")[0].replace(",", ""))
+    listed = sum(1 for x in text.splitlines() if re.match(r"^(KEPT|    ) +u\d+ \[", x))
+    assert total + listed == 601

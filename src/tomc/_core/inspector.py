@@ -14,6 +14,9 @@ _TEXT_WIDTH = 100
 
 #: A record citing more source units than this shows the first and last few of them.
 _IDS_SHOWN = 10
+#: Up to this many source units are all listed; beyond it, those left out are summed up by
+#: reason (kept units, and units that support a kept record, are always listed).
+_UNITS_LISTED = 200
 
 
 def _clip(text: str, width: int = _TEXT_WIDTH) -> str:
@@ -36,7 +39,8 @@ def render_inspection(
     the figures, each under a heading; the markers are explained where they are used.
 
     ``include_memory=False`` leaves the memory out, for a caller that shows it elsewhere;
-    ``full=True`` lists every source id of every record (long lists are shortened otherwise).
+    ``full=True`` lists every source unit and every source id of every record (a long history
+    otherwise sums up the units it left out by reason, and long id lists are shortened).
     """
     source_rows = {row.key: row for row in result.ledger if row.kind == "source"}
     supported: dict[str, list[str]] = {}
@@ -60,18 +64,29 @@ def render_inspection(
         "  KEPT: the line itself is in the memory; blank: left out. [role]: the chat role,",
         "  [-] for a plain-text history. └ why it was kept or left out.",
     ]
+    every = full or len(result.sources) <= _UNITS_LISTED
+    left_out: dict[str, int] = {}
     for unit in result.sources:
         row = source_rows.get(unit.id)
         role = unit.role or "-"
+        kept = row is not None and row.included
         if row is not None:
-            mark = "KEPT" if row.included else "    "
+            mark = "KEPT" if kept else "    "
             why = row.reason
         else:
             mark, why = "    ", "not a source candidate for this strategy"
+        if not (every or kept or unit.id in supported):
+            reason = why.split(" (")[0]  # "over budget (rank 52 of 5000)" counts as "over budget"
+            left_out[reason] = left_out.get(reason, 0) + 1
+            continue
         if unit.id in supported:
             why += f"; supports included {'/'.join(sorted(set(supported[unit.id])))} record"
         lines.append(f"{mark} {unit.id:>6} [{role}] {_clip(unit.text)}")
         lines.append(f"{'':11}└ {why}")
+    if left_out:
+        summed = "; ".join(f"{n:,} {reason}" for reason, n in sorted(left_out.items()))
+        more = sum(left_out.values())
+        lines.append(f"  … and {more:,} more left out: {summed} (--all lists them)")
     lines += [
         "",
         "LEDGER (records)",

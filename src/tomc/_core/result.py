@@ -131,5 +131,6 @@ class CompileResult:
         return data
 
     def inspect(self, *, full: bool = False) -> str:
-        """The plain-text inspector (``full``: every source id of every record)."""
+        """The plain-text inspector (``full``: every source unit and source id, nothing summed
+        up)."""
         return render_inspection(self, full=full)
