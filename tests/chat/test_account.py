@@ -55,6 +55,8 @@ def test_each_format_reads_its_cache_prices_from_the_request():
         {"max_overshoot": 1.5},
         {"payback_requests": 0},
         {"cache_ttl_s": -1},
+        {"cache_ttl_s": True},
+        {"cache_ttl_s": float("inf")},
         {"compile_floor": 0},
     ],
 )

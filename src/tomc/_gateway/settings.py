@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 import stat
@@ -23,7 +22,13 @@ from urllib.parse import urlsplit
 
 from .._core.errors import InvalidOptionError
 from .._home import default_home
-from ..chat._options import THINKING_PREFIX, SessionOptions, check_choice, check_tokens
+from ..chat._options import (
+    THINKING_PREFIX,
+    SessionOptions,
+    check_choice,
+    check_seconds,
+    check_tokens,
+)
 
 __all__ = [
     "DEFAULT_PORT",
@@ -200,16 +205,16 @@ def parse_context_target(value: object) -> int | str | None:
 
 
 def parse_cache_ttl(value: object) -> float | None:
-    """A cache lifetime in seconds (a number >= 0, or its text), or ``None``."""
+    """A cache lifetime in seconds (a number >= 0, or its text), or ``None``; checked as the
+    session checks its own ``cache_ttl_s``."""
     if value is None:
         return None
-    try:
-        seconds = float(value) if isinstance(value, str | int | float) else math.nan
-    except ValueError:
-        seconds = math.nan
-    if isinstance(value, bool) or not seconds >= 0 or math.isinf(seconds):
-        raise InvalidOptionError(f"cache_ttl_s must be a number of seconds >= 0, not {value!r}")
-    return seconds
+    if isinstance(value, str):
+        try:
+            return check_seconds("cache_ttl_s", float(value))
+        except ValueError:
+            pass  # not a number: refused below, naming the text as given
+    return check_seconds("cache_ttl_s", value)
 
 
 def gateway_dir(home: str | os.PathLike[str] | None = None) -> Path:

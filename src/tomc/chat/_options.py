@@ -7,6 +7,7 @@ the same defaults. The choices and checks that the gateway's settings and header
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from types import MappingProxyType
@@ -24,6 +25,7 @@ __all__ = [
     "WORK_QUERIES",
     "SessionOptions",
     "check_choice",
+    "check_seconds",
     "check_tokens",
 ]
 
@@ -55,6 +57,13 @@ def check_tokens(name: str, value: Any, minimum: int = 1) -> int:
             raise InvalidOptionError(f"{name} must be positive")
         raise InvalidOptionError(f"{name} must be >= {minimum} tokens, not {value}")
     return value
+
+
+def check_seconds(name: str, value: Any) -> float:
+    """``value`` as a finite number of seconds >= 0, else an error naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
+        raise InvalidOptionError(f"{name} must be a number of seconds >= 0, not {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -103,12 +112,8 @@ class SessionOptions:
             check_choice("api", self.api, tuple(DIALECTS))
         check_choice("memory_role", self.memory_role, MEMORY_ROLES)
         check_choice("cost_policy", self.cost_policy, COST_POLICIES)
-        if self.cache_ttl_s is not None and not (
-            isinstance(self.cache_ttl_s, int | float) and self.cache_ttl_s >= 0
-        ):
-            raise InvalidOptionError(
-                f"cache_ttl_s must be a number of seconds >= 0, not {self.cache_ttl_s!r}"
-            )
+        if self.cache_ttl_s is not None:
+            self._set("cache_ttl_s", check_seconds("cache_ttl_s", self.cache_ttl_s))
         if not 0 <= self.max_overshoot < 1:
             raise InvalidOptionError(f"max_overshoot must be in [0, 1), not {self.max_overshoot}")
         if isinstance(self.payback_requests, bool) or not isinstance(self.payback_requests, int):
