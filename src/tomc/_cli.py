@@ -72,7 +72,8 @@ def main() -> None:
     "--all",
     "show_all",
     is_flag=True,
-    help="With --inspect: every source unit and every source id, nothing summed up.",
+    help="With --inspect: every source unit and every source id (a long history's left-out "
+    "units are otherwise summed up by reason, and long id lists shortened).",
 )
 def compile_command(
     source, task, budget, strategy, counter, uncapped, max_chars, as_json, as_inspect, show_all

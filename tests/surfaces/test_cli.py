@@ -334,8 +334,11 @@ def test_inspect_sums_up_the_units_a_long_history_left_out() -> None:
     # The line behind the record is listed (it supports it), kept or not.
     assert re.search(r"^(KEPT|    ) +u600 \[-\] db_host = db-9$", text, re.M), text[:2000]
     assert " u17 [-] worker 17 heartbeat" not in text  # left out, and not listed
-    (summary,) = [x for x in text.splitlines() if "more left out:" in x]
-    assert "(--all lists them)" in summary
+    (summary,) = [x for x in text.splitlines() if "more left out, not listed:" in x]
+    assert "over budget" in summary
     total = int(summary.split("… and ")[1].split(" more")[0].replace(",", ""))
+    # --all lists every unit instead.
+    every = CliRunner().invoke(main, [*args, "--all"], input=history).output
+    assert " u17 [-] worker 17 heartbeat" in every and "not listed" not in every
     listed = sum(1 for x in text.splitlines() if re.match(r"^(KEPT|    ) +u\d+ \[", x))
     assert total + listed == 601

@@ -86,7 +86,7 @@ def render_inspection(
     if left_out:
         summed = "; ".join(f"{n:,} {reason}" for reason, n in sorted(left_out.items()))
         more = sum(left_out.values())
-        lines.append(f"  … and {more:,} more left out: {summed} (--all lists them)")
+        lines.append(f"  … and {more:,} more left out, not listed: {summed}")
     lines += [
         "",
         "LEDGER (records)",
