@@ -357,6 +357,8 @@ def agent_loop_section(quick: bool) -> list[str]:
         "",
         *request_overhead.to_markdown(overheads),
         "",
+        request_overhead.first_request_line(),
+        "",
         "### The gateway under load",
         "",
         "`python -m benchmarks.gateway_load` (also part of this run):",
