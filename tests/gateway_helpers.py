@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import openai
 
+from dialect_fixtures import request_tokens
+from fake_providers import FakeProvider, Reply, Usage
 from tomc._gateway.local.health import probe
 from tomc._gateway.local.leases import read_run_gateway
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
@@ -153,3 +156,33 @@ def ledger_entry(**fields: Any) -> LedgerEntry:
     }
     values.update(fields)
     return LedgerEntry(**values)
+
+
+@contextlib.contextmanager
+def status_page_gateway(home: Path, body: dict[str, Any], api_key: str) -> Iterator[Any]:
+    """A gateway (with a ``home``, so a ledger) in front of a fake provider whose first two
+    answers report 1,234 prompt tokens, then 34 of them uncached and 1,200 read from the cache;
+    ``body`` (a Chat Completions request) has gone through it twice, with a target of 0.6 of its
+    size. Yields ``(base URL, gateway)`` while it serves."""
+    with FakeProvider() as fake:
+        fake.script(
+            Reply(usage=Usage(input_tokens=1234)),
+            Reply(usage=Usage(input_tokens=34, cache_read_tokens=1200)),
+        )
+        settings = GatewaySettings(
+            upstreams={"openai": fake.base_url, "anthropic": fake.anthropic_url},
+            context_target=int(request_tokens("chat", body) * 0.6),
+        )
+        gateway = Gateway(settings, home=home)
+        app = create_gateway_app(settings, gateway=gateway)
+        with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
+            base = server.url.rstrip("/")
+            client = openai.OpenAI(
+                api_key=api_key,
+                base_url=f"{base}/v1",
+                max_retries=0,
+                http_client=httpx2.Client(trust_env=False),
+            )
+            client.chat.completions.create(**body)
+            client.chat.completions.create(**body)
+            yield base, gateway

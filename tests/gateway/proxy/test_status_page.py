@@ -9,14 +9,10 @@ import time
 
 import anthropic
 import httpx2
-import openai
 
 from dialect_fixtures import chat_agent_request, request_tokens
-from fake_providers import FakeProvider, Reply, Usage
-from tomc._gateway.proxy.app import Gateway, create_gateway_app
+from gateway_helpers import status_page_gateway
 from tomc._gateway.proxy.status_page import savings_chart
-from tomc._gateway.settings import GatewaySettings
-from tomc.web._server import AppServer
 
 SECRET = "sk-openai-page-secret-99"
 ANTHROPIC_SECRET = "sk-ant-page-secret-99"
@@ -53,46 +49,27 @@ def test_the_page_shows_the_chart_and_figures_only(tmp_path, caplog):
     secret_text = body["messages"][1]["content"][:40]
     limit = int(request_tokens("chat", body) * 0.6)
     caplog.set_level(logging.INFO, logger="tomc.gateway")
-    with FakeProvider() as fake:
-        fake.script(
-            Reply(usage=Usage(input_tokens=1234)),
-            Reply(usage=Usage(input_tokens=34, cache_read_tokens=1200)),
+    with status_page_gateway(tmp_path, body, SECRET) as (base, gateway):
+        # The two chat requests went through; one more from a hostile client.
+        hostile = anthropic.Anthropic(
+            api_key=ANTHROPIC_SECRET,
+            base_url=base,
+            max_retries=0,
+            http_client=httpx2.Client(trust_env=False),
+            default_headers={"x-claude-code-session-id": "<script>alert(1)</script>"},
         )
-        settings = GatewaySettings(
-            upstreams={"openai": fake.base_url, "anthropic": fake.anthropic_url},
-            context_target=limit,
+        hostile.messages.create(
+            model="claude-opus-4-8",
+            max_tokens=10,
+            messages=[{"role": "user", "content": "private words here"}],
         )
-        gateway = Gateway(settings, home=tmp_path)
-        app = create_gateway_app(settings, gateway=gateway)
-        with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
-            base = server.url.rstrip("/")
-            client = openai.OpenAI(
-                api_key=SECRET,
-                base_url=f"{base}/v1",
-                max_retries=0,
-                http_client=httpx2.Client(trust_env=False),
-            )
-            client.chat.completions.create(**body)
-            client.chat.completions.create(**body)
-            hostile = anthropic.Anthropic(
-                api_key=ANTHROPIC_SECRET,
-                base_url=base,
-                max_retries=0,
-                http_client=httpx2.Client(trust_env=False),
-                default_headers={"x-claude-code-session-id": "<script>alert(1)</script>"},
-            )
-            hostile.messages.create(
-                model="claude-opus-4-8",
-                max_tokens=10,
-                messages=[{"role": "user", "content": "private words here"}],
-            )
-            deadline = time.monotonic() + 10  # recorded just after the last byte went out
-            while gateway.status()["traffic"]["totals"]["requests"] < 3:
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
-            with httpx2.Client(trust_env=False) as http:
-                page = http.get(f"{base}/status")
-                status = http.get(f"{base}/status.json").text
+        deadline = time.monotonic() + 10  # recorded just after the last byte went out
+        while gateway.status()["traffic"]["totals"]["requests"] < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        with httpx2.Client(trust_env=False) as http:
+            page = http.get(f"{base}/status")
+            status = http.get(f"{base}/status.json").text
     assert page.status_code == 200
     # At --verbose the log has each request's provider side: what its cache read and wrote.
     logged = [r.getMessage() for r in caplog.records if r.name == "tomc.gateway"]

@@ -8,15 +8,10 @@ import os
 import time
 from pathlib import Path
 
-import httpx2
-import openai
 import pytest
 
-from dialect_fixtures import chat_agent_request, request_tokens
-from fake_providers import FakeProvider, Reply, Usage
-from tomc._gateway.proxy.app import Gateway, create_gateway_app
-from tomc._gateway.settings import GatewaySettings
-from tomc.web._server import AppServer
+from dialect_fixtures import chat_agent_request
+from gateway_helpers import status_page_gateway
 from web_screenshot import CHROMIUM, CHROMIUM_ARGS
 
 PHONE = {"width": 390, "height": 844}
@@ -33,56 +28,35 @@ def _browser():
 
 
 def test_the_status_page_has_one_cell_per_header_and_fits_a_phone(tmp_path: Path) -> None:
-    body = chat_agent_request(14)
-    with FakeProvider() as fake:
-        fake.script(
-            Reply(usage=Usage(input_tokens=1234)),
-            Reply(usage=Usage(input_tokens=34, cache_read_tokens=1200)),
-        )
-        settings = GatewaySettings(
-            upstreams={"openai": fake.base_url, "anthropic": fake.anthropic_url},
-            context_target=int(request_tokens("chat", body) * 0.6),
-        )
-        gateway = Gateway(settings, home=tmp_path)
-        app = create_gateway_app(settings, gateway=gateway)
-        with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
-            base = server.url.rstrip("/")
-            client = openai.OpenAI(
-                api_key="sk-test",
-                base_url=f"{base}/v1",
-                max_retries=0,
-                http_client=httpx2.Client(trust_env=False),
+    with status_page_gateway(tmp_path, chat_agent_request(14), "sk-test") as (base, gateway):
+        deadline = time.monotonic() + 10  # recorded just after the last byte went out
+        while gateway.status()["traffic"]["totals"]["requests"] < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        with _browser() as playwright:
+            chromium = playwright.chromium.launch(
+                executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
             )
-            client.chat.completions.create(**body)
-            client.chat.completions.create(**body)
-            deadline = time.monotonic() + 10
-            while gateway.status()["traffic"]["totals"]["requests"] < 2:
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
-            with _browser() as playwright:
-                chromium = playwright.chromium.launch(
-                    executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+            try:
+                context = chromium.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+                page = context.new_page()
+                fetched: list[str] = []
+                page.on("request", lambda request: fetched.append(request.url))
+                page.goto(f"{base}/status")
+                tables = page.evaluate(
+                    """() => [...document.querySelectorAll('table')].map(t => ({
+                        header: t.rows[0].cells.length,
+                        rows: [...t.rows].slice(1).map(r => r.cells.length),
+                        texts: [...t.rows[0].cells].map(c => c.textContent),
+                    }))"""
                 )
-                try:
-                    context = chromium.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-                    page = context.new_page()
-                    fetched: list[str] = []
-                    page.on("request", lambda request: fetched.append(request.url))
-                    page.goto(f"{base}/status")
-                    tables = page.evaluate(
-                        """() => [...document.querySelectorAll('table')].map(t => ({
-                            header: t.rows[0].cells.length,
-                            rows: [...t.rows].slice(1).map(r => r.cells.length),
-                            texts: [...t.rows[0].cells].map(c => c.textContent),
-                        }))"""
-                    )
-                    page_width = page.evaluate("document.documentElement.scrollWidth")
-                    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
-                    account = page.locator("table").nth(1).locator("tr").nth(1).locator("td")
-                    shown = account.nth(7).text_content()
-                    page.screenshot(path=str(tmp_path / "status-phone.png"), full_page=True)
-                finally:
-                    chromium.close()
+                page_width = page.evaluate("document.documentElement.scrollWidth")
+                background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+                account = page.locator("table").nth(1).locator("tr").nth(1).locator("td")
+                shown = account.nth(7).text_content()
+                page.screenshot(path=str(tmp_path / "status-phone.png"), full_page=True)
+            finally:
+                chromium.close()
     assert len(tables) == 2
     for table in tables:
         assert table["rows"] and all(n == table["header"] for n in table["rows"]), table
