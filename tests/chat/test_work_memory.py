@@ -174,16 +174,11 @@ def test_the_files_the_work_changed_stay_named_at_any_budget():
         if number % 10 == 3:
             command += f" && sed -i 's/a/b/' src/edited_{number}.py"
         entries += group(number, command, f"line {number} of module{number}\n" * 20)
-    edited = ["src/edited_3.py", "src/edited_13.py", "src/edited_23.py"]
-    for budget in (80, 200, 10_000):
-        text = build(entries, budget=budget).text
-        assert all(path in text for path in edited), (budget, text)
-    # Deep: one line names what the kept headers do not (here, every edit).
-    assert build(entries, budget=80).text.splitlines()[1] == (
-        f"[files changed by these calls: {', '.join(edited)}]"
-    )
-    # Roomy: every edit's call header is kept, so no line is spent on them.
-    assert "files changed" not in build(entries, budget=10_000).text
+    for budget in (80, 10_000):
+        lines = build(entries, budget=budget).text.splitlines()
+        assert lines[1] == (
+            "[files changed by these calls: src/edited_3.py, src/edited_13.py, src/edited_23.py]"
+        )
     unchanged = build(group(0, "cat module0.py", "x = 1")).text
     assert "files changed" not in unchanged
 

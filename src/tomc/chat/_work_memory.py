@@ -135,6 +135,13 @@ def build_work_memory(
     text that will be sent after the memory (lines there are not repeated), ``count`` the
     meter's count, ``header`` the memory's first line(s).
     """
+    changed = changed_files(call for entry in entries for call in entry.calls)
+    if changed:
+        # What the work changed stays in view whatever else is left out (it is one line).
+        shown = changed[:MAX_CHANGED_FILES]
+        more = len(changed) - len(shown)
+        tail = f" and {more} more" if more else ""
+        header = f"{header}\n[files changed by these calls: {', '.join(shown)}{tail}]"
     work = _collect(entries, first_call_number)
     alive = _newest_copies(work.texts, later_text)
     focus_text = "\n".join(
@@ -145,28 +152,9 @@ def build_work_memory(
     candidates = [index for index in range(len(work.texts)) if alive[index]]
     costs = {index: count(work.texts[index] + "\n") for index in candidates}
     order = _ranked(work, candidates, costs, query_terms(task + "\n" + focus_text))
-    left = budget - count(header)
-    changed = changed_files(call for entry in entries for call in entry.calls)
-    kept = _pack(work, order, costs, left - (count(_changed_line(changed)) if changed else 0))
-    # What the work changed stays in view whatever else is left out: the files that neither the
-    # kept call headers nor the text after the memory name get one line; when all are named,
-    # the room goes to lines.
-    shown = _render(header, work, kept)
-    missing = [path for path in changed if path not in shown and path not in later_text]
-    if missing:
-        header = f"{header}\n{_changed_line(missing)}"
-    elif changed:
-        for group in work.groups:
-            group.kept = 0
-        kept = _pack(work, order, costs, left)
+    kept = _pack(work, order, costs, budget - count(header))
     text = _render(header, work, kept)
     return WorkMemory(text, count(text), len(kept), len(candidates), work.calls)
-
-
-def _changed_line(paths: Sequence[str]) -> str:
-    shown = paths[:MAX_CHANGED_FILES]
-    more = f" and {len(paths) - len(shown)} more" if len(paths) > len(shown) else ""
-    return f"[files changed by these calls: {', '.join(shown)}{more}]"
 
 
 @dataclass(slots=True)
