@@ -10,7 +10,8 @@ What is kept is chosen for the step the agent is on, because that is what the ne
 - lines the agent will see again later (a file re-read, a command re-run, or the raw tail that
   follows the memory) are superseded here: only the newest copy counts;
 - lines are ranked by BM25 against the task and the agent's latest step (its recent commands
-  and notes), with a boost for output of calls that touch the files the latest step works on;
+  and notes), with a boost for output of calls that touch the files the latest step works on,
+  and one for lines the work showed more than once (the code it keeps going back to);
 - lines no query term reaches fill what is left, newest first;
 - headers of calls with no kept line are listed last, newest first, while room remains, so the
   agent still sees what it already ran.
@@ -42,10 +43,14 @@ MAX_CHANGED_FILES = 40
 #: bonus when its call touches a file the latest step works on. The weights were chosen on the
 #: real trajectories of benchmarks/agent_replay.py: without the recency term the memory kept
 #: clearly less of the patch evidence than sliding truncation; more weight than 3 changed
-#: nothing.
+#: nothing. A line shown ``n`` times in the stretch gets ``REPEAT_WEIGHT * (1 - 1/n)``: the
+#: lines an agent re-reads are the code it is working on (on the replay this kept 97.3% of the
+#: patch evidence at a 16K window against 95.8% without it, 99.9% against 99.6% at 24K, at the
+#: same billed input; 1.5 or 2 kept slightly less at 16K).
 BM25_WEIGHT = 1.0
 RECENCY_WEIGHT = 3.0
 FOCUS_WEIGHT = 1.0
+REPEAT_WEIGHT = 1.0
 # Paths as agents write them: a/b/c.py, ./x.cfg, src/mod.rs (at least one slash or a dot-ext).
 _PATH = re.compile(r"(?:\.{0,2}/)?[\w\-.]+(?:/[\w\-.]+)+|[\w\-]+\.[A-Za-z]{1,5}\b")
 _SPACE = re.compile(r"\s+")
@@ -143,7 +148,7 @@ def build_work_memory(
         tail = f" and {more} more" if more else ""
         header = f"{header}\n[files changed by these calls: {', '.join(shown)}{tail}]"
     work = _collect(entries, first_call_number)
-    alive = _newest_copies(work.texts, later_text)
+    alive, copies = _newest_copies(work.texts, later_text)
     focus_text = "\n".join(
         [entry.text for entry in focus]
         + [call.arguments for entry in focus for call in entry.calls]
@@ -151,7 +156,7 @@ def build_work_memory(
     _weigh_groups(work.groups, _paths(focus_text), count)
     candidates = [index for index in range(len(work.texts)) if alive[index]]
     costs = {index: count(work.texts[index] + "\n") for index in candidates}
-    order = _ranked(work, candidates, costs, query_terms(task + "\n" + focus_text))
+    order = _ranked(work, candidates, costs, copies, query_terms(task + "\n" + focus_text))
     kept = _pack(work, order, costs, budget - count(header))
     text = _render(header, work, kept)
     return WorkMemory(text, count(text), len(kept), len(candidates), work.calls)
@@ -204,18 +209,25 @@ def _collect(entries: Sequence[Entry], first_call_number: int) -> _Work:
     return work
 
 
-def _newest_copies(texts: Sequence[str], later_text: str) -> list[bool]:
-    """Newest copy wins: a line shown again later (here or after the memory) is superseded."""
+def _newest_copies(texts: Sequence[str], later_text: str) -> tuple[list[bool], list[int]]:
+    """Newest copy wins: a line shown again later (here or after the memory) is superseded.
+
+    Also returns how many times each line's text occurs among ``texts``.
+    """
     later_keys = {_key(line) for line in later_text.splitlines() if line.strip()}
+    keys = [_key(text) for text in texts]
+    times: dict[str, int] = {}
+    for key in keys:
+        times[key] = times.get(key, 0) + 1
     seen: set[str] = set()
     alive = [False] * len(texts)
     for index in range(len(texts) - 1, -1, -1):
-        key = _key(texts[index])
+        key = keys[index]
         if key in seen or key in later_keys:
             continue
         seen.add(key)
         alive[index] = True
-    return alive
+    return alive, [times[key] for key in keys]
 
 
 def _weigh_groups(
@@ -238,7 +250,11 @@ def _weigh_groups(
 
 
 def _ranked(
-    work: _Work, candidates: list[int], costs: dict[int, int], terms: Sequence[str]
+    work: _Work,
+    candidates: list[int],
+    costs: dict[int, int],
+    copies: Sequence[int],
+    terms: Sequence[str],
 ) -> list[int]:
     """The candidate lines, best first (see the weights above); ties: newer first."""
     texts, groups = work.texts, work.groups
@@ -252,6 +268,7 @@ def _ranked(
             BM25_WEIGHT * scores.get(position, 0.0) / top
             + RECENCY_WEIGHT * group.order / span
             + (FOCUS_WEIGHT if group.focus else 0.0)
+            + REPEAT_WEIGHT * (1.0 - 1.0 / copies[index])
         )
     return sorted(candidates, key=lambda i: (-score_of[i], -i))
 
