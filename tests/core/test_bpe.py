@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tomc import BpeCounter, get_counter
+from tomc._core import bpe
 from tomc._core.bpe import split_is_exact
 from tomc._core.errors import CounterError, CounterUnavailableError
 from tomc._core.tokens import safe_cost
@@ -86,16 +87,28 @@ def test_bpe_counts_texts_over_the_library_limits_in_exact_pieces() -> None:
     assert backend.count(run) <= counter.count(run) == len(run.encode())
 
 
-def test_bpe_library_errors_become_tomc_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("native", [True, False])
+def test_bpe_library_errors_become_tomc_errors(monkeypatch: pytest.MonkeyPatch, native) -> None:
     pytest.importorskip("bpe_openai")
-    counter = BpeCounter("cl100k_base")
 
     def refuse(text: str) -> list[int]:
         raise ValueError("Input too long to encode safely")
 
+    # Either door into the library: its native count, or encode_ordinary without it.
+    monkeypatch.setattr(bpe, "_native_count", lambda name: refuse if native else None)
+    counter = BpeCounter("cl100k_base")
     monkeypatch.setattr(counter._encoder, "encode_ordinary", refuse)
     with pytest.raises(CounterError, match=r"cl100k_base.*Input too long"):
         counter.count("hello")
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+@given(text=st.text(max_size=40) | st.text(alphabet="ab /;.'\n\t-é中😀\ud800<|>", max_size=40))
+def test_the_native_count_is_the_length_of_encode_ordinary(encoding: str, text: str) -> None:
+    pytest.importorskip("bpe_openai")
+    counter = BpeCounter(encoding)
+    assert counter._native is not None  # the installed bpe-openai has it: the fast path runs
+    assert counter.count(text) == len(counter._encoder.encode_ordinary(text))
 
 
 def test_missing_bpe_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -328,6 +328,31 @@ def test_custom_counter_object() -> None:
     assert result.counter == "chars" and len(result.compiled_memory) == result.memory_tokens <= 40
 
 
+def test_records_only_counts_the_history_once_and_only_when_asked() -> None:
+    class CharCounter:
+        name = "chars"
+
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def count(self, text: str) -> int:
+            self.seen.append(text)
+            return len(text)
+
+    history = [{"role": "user", "content": f"A = {n}\nfiller line {n}"} for n in range(50)]
+    counter = CharCounter()
+    result = compile_memory(
+        history, "What is A?", budget_tokens=40, strategy="tomc", counter=counter
+    )
+    assert "A = 49" in result.compiled_memory
+    whole = "".join(f"user: A = {n}\nuser: filler line {n}\n" for n in range(50))
+    assert whole not in counter.seen  # nothing in compiling records needed the history's size
+    assert result.input_tokens == len(whole) == result.to_dict()["input_tokens"]
+    assert counter.seen.count(whole) == 1  # counted on first access, then kept
+    rows = compile_memory(history, "What is A?", budget_tokens=40, counter=CharCounter())
+    assert rows.input_tokens == len(whole)  # per row, the same figure
+
+
 @given(
     st.lists(
         st.one_of(

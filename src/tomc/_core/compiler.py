@@ -8,9 +8,10 @@ in source order) and the audit trail.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .budget import clamp_budget, default_budget
@@ -46,10 +47,12 @@ def _validate(task: object, strategy: object, budget: object) -> None:
         raise InvalidOptionError(f"budget_tokens must be >= 0, not {budget}")
 
 
-def _applied_strategy(strategy: str, input_tokens: int, budget: int, route: TaskRoute) -> str:
+def _applied_strategy(
+    strategy: str, input_tokens: Callable[[], int], budget: int, route: TaskRoute
+) -> str:
     if strategy != "auto":
         return strategy
-    if input_tokens <= budget:
+    if input_tokens() <= budget:
         return "unchanged"
     return "tomc_raw" if route.route != "raw" or route.wording_sensitive else "rag"
 
@@ -79,7 +82,9 @@ def compile_memory(
     started = time.perf_counter()
     _validate(task, strategy, budget_tokens)
     token_counter = get_counter(counter)
-    given = _measure(history, token_counter, budget_tokens, default_budget_cap)
+    given = _measure(
+        history, token_counter, budget_tokens, default_budget_cap, records_only=strategy == "tomc"
+    )
     program = parse_program(given.table.texts)
     route = route_task(task, program.variables, program.labels)
     applied = _applied_strategy(strategy, given.input_tokens, given.budget, route)
@@ -124,7 +129,7 @@ def compile_memory(
         applied_strategy=out.applied,
         budget_tokens=given.budget,
         memory_tokens=out.packed.tokens,
-        input_tokens=given.input_tokens,
+        _count_input=given.input_tokens,
         tokens_by_kind=tokens_by_kind,
         caps_exceeded=caps_exceeded,
         latency_s=latency,
@@ -137,12 +142,16 @@ def compile_memory(
 
 @dataclass(frozen=True, slots=True)
 class _Given:
-    """The history as packing sees it: its units, their rows and costs, and the budget."""
+    """The history as packing sees it: its units, their rows and costs, and the budget.
+
+    ``input_tokens`` is a call: records only (the chat work memory of a long agent history)
+    needs no count of the history, so it is counted once, when a caller first asks.
+    """
 
     table: SourceTable
     rows: Sequence[str]
     row_tokens: list[int]
-    input_tokens: int
+    input_tokens: Callable[[], int]
     budget: int
 
 
@@ -151,16 +160,24 @@ def _measure(
     counter: TokenCounter,
     budget_tokens: int | None,
     default_budget_cap: int | None,
+    *,
+    records_only: bool = False,
 ) -> _Given:
     table = read_history(history)
     rows = row_texts(table)
-    row_tokens = row_costs(counter, rows)
-    if isinstance(history, str) and not isinstance(counter, LexicalCounter):
-        input_tokens = counter.count(history)  # exact even where lines join
+    exact = not isinstance(counter, LexicalCounter)
+    row_tokens: list[int] = []
+    if records_only and exact:
+        # Records only packs no source row: no count per row, one of the whole text if asked.
+        text = history if isinstance(history, str) else "".join(row + "\n" for row in rows)
+        input_tokens = functools.cache(lambda: counter.count(text))
     else:
-        input_tokens = sum(row_tokens)
+        row_tokens = row_costs(counter, rows)
+        # A text is counted whole: exact even where lines join.
+        total = counter.count(history) if isinstance(history, str) and exact else sum(row_tokens)
+        input_tokens = functools.cache(lambda: total)
     if budget_tokens is None:
-        budget = default_budget(input_tokens)
+        budget = default_budget(input_tokens())
         if default_budget_cap is not None:
             budget = min(budget, default_budget_cap)
     else:
@@ -195,7 +212,7 @@ def _pack(
     unchanged_reason = "history fits the budget: returned unchanged"
     if applied == "unchanged":
         return _Outcome(
-            _unchanged(history, given.rows, given.input_tokens),
+            _unchanged(history, given.rows, given.input_tokens()),
             applied,
             included,
             None,
@@ -210,7 +227,7 @@ def _pack(
     packed = assemble_memory(
         counter, included, given.rows, given.row_tokens, kept_units, order, given.budget
     )
-    if packed.tokens <= given.input_tokens or applied == "tomc":
+    if applied == "tomc" or packed.tokens <= given.input_tokens():
         return _Outcome(packed, applied, included, ranking, unchanged_reason)
     # Records added to a history that fits would make the memory larger than what it compiles:
     # give the history back as it is (it fits, since it costs less). Records only ("tomc") is
@@ -218,13 +235,17 @@ def _pack(
     # beside the history, never in place of it.
     unchanged_reason = (
         f"the compiled memory ({packed.tokens} tokens) would be larger than the "
-        f"history ({given.input_tokens}): returned unchanged"
+        f"history ({given.input_tokens()}): returned unchanged"
     )
     for record in included:
         record.included = False
         record.reason = unchanged_reason
     return _Outcome(
-        _unchanged(history, given.rows, given.input_tokens), "unchanged", [], None, unchanged_reason
+        _unchanged(history, given.rows, given.input_tokens()),
+        "unchanged",
+        [],
+        None,
+        unchanged_reason,
     )
 
 

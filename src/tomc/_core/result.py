@@ -87,7 +87,7 @@ class CompileResult:
     applied_strategy: str
     budget_tokens: int
     memory_tokens: int
-    input_tokens: int
+    _count_input: Callable[[], int] = field(repr=False, compare=False)
     tokens_by_kind: Mapping[str, int]
     caps_exceeded: Mapping[str, bool]
     latency_s: float
@@ -95,6 +95,11 @@ class CompileResult:
     task: str
     _build_sources: Callable[[], tuple[SourceUnit, ...]] = field(repr=False, compare=False)
     _build_ledger: Callable[[], tuple[LedgerRow, ...]] = field(repr=False, compare=False)
+
+    @cached_property
+    def input_tokens(self) -> int:
+        """The history's tokens (by ``counter``); records only counts them on first access."""
+        return self._count_input()
 
     @cached_property
     def sources(self) -> tuple[SourceUnit, ...]:

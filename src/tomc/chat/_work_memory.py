@@ -120,7 +120,10 @@ _NUMBERED = re.compile(r"^\s*(?:[\w./\-]+:)?\d+[:\t-]\s?")
 
 
 def _key(line: str) -> str:
-    return _SPACE.sub(" ", _NUMBERED.sub("", line)).strip()
+    numbered = _NUMBERED.match(line)
+    if numbered:
+        line = line[numbered.end() :]
+    return " ".join(line.split())  # str.split splits on the white space that \s matches
 
 
 def build_work_memory(
