@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -597,3 +598,28 @@ def test_records_added_to_a_fitting_history_give_it_back_unchanged() -> None:
     assert result.applied_strategy == "unchanged"
     assert result.memory_tokens == result.input_tokens < result.budget_tokens
     assert all("would be larger than the history" in r.reason for r in result.ledger)
+
+
+@given(
+    people=st.lists(
+        st.sampled_from(["alice", "bob", "carol", "dave", "erin", "frank", "grace"]),
+        min_size=2,
+        max_size=6,
+        unique=True,
+    ),
+    chatter=st.integers(min_value=100, max_value=300),
+)
+def test_relations_asked_in_plain_words_bring_their_edges(people, chatter) -> None:
+    lines = [f"status check {n}: all services green" for n in range(chatter)]
+    edges = [f"{a} -[reports_to]-> {b}" for a, b in itertools.pairwise(people)]
+    owned = [f"{person} -[owns]-> system_{k}" for k, person in enumerate(people)]
+    for k, line in enumerate(edges + owned):
+        lines.insert((k * 37) % (len(lines) + 1), line)
+    history = "\n".join(lines)
+    result = compile_memory(history, "Who reports to whom?", budget_tokens=300)
+    assert result.route == "relation" and "reports_to" in result.route_reason
+    for a, b in itertools.pairwise(people):
+        assert f"RELATION {a} -[reports_to]-> {b} (" in result.compiled_memory
+    owner = people[-1]
+    result = compile_memory(history, f"What does {owner} own?", budget_tokens=300)
+    assert f"RELATION {owner} -[owns]-> system_{len(people) - 1} (" in result.compiled_memory

@@ -7,7 +7,7 @@ import pytest
 from tomc._core.task_routes import route_task
 
 VARIABLES = {"deploy_target", "温度", "replicas", "count"}
-LABELS = {"owns", "assigned"}
+LABELS = {"owns", "assigned", "reports_to"}
 
 TABLE = [
     # English
@@ -26,6 +26,10 @@ TABLE = [
     ("Who is related to alice?", "relation"),
     ("relation: assigned > owns", "relation"),
     ("Which team owns the archive?", "relation"),  # names a relation label
+    ("Who reports to whom?", "relation"),  # a label in plain words
+    ("What does erin own?", "relation"),  # ... and inflected
+    ("Which systems are owned by the data team?", "relation"),
+    ("List every Reports_To edge", "relation"),
     ("Quote exactly what bob said about the canary", "raw"),
     ("What did alice say about lunch?", "raw"),
     ("Where is the canary deployed?", "raw"),

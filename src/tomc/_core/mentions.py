@@ -8,16 +8,20 @@
 - A name with CJK characters is mentioned when it occurs anywhere in the task's text, because
   Chinese and Japanese do not separate words with spaces: ``温度的当前值是什么？`` mentions
   ``温度``. One CJK character alone is too common to count as a mention.
+- A relation label is also mentioned in plain words: its words in order, with ``_`` and ``-``
+  read as spaces, in any case and any regular inflection ("who reports to whom" mentions
+  ``reports_to``, "what does erin own" mentions ``owns``); a label that is one stopword
+  ("is", "has") must be written as it is.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
-from .lexicon import CJK_CHAR, CJK_RANGES, STOPWORDS
+from .lexicon import CJK_CHAR, CJK_RANGES, STOPWORDS, inflections, stem
 
-__all__ = ["TaskMentions"]
+__all__ = ["TaskMentions", "label_words", "words_start_with"]
 
 # A word character that is not CJK, so that identifiers end where CJK text begins.
 _IDENT_CHAR = rf"[^\W{CJK_RANGES}]"
@@ -30,6 +34,33 @@ def spaced(text: str) -> str:
     return " ".join(re.sub(r"[_\-]+", " ", text.casefold()).split())
 
 
+_PLAIN_WORD = re.compile(rf"{_IDENT_CHAR}+")
+
+
+def label_words(text: str) -> tuple[str, ...]:
+    """The words of ``text`` as a label is compared: case-folded, ``_`` and ``-`` read as
+    spaces (``Reports_To`` gives ``("reports", "to")``)."""
+    return tuple(_PLAIN_WORD.findall(spaced(text).replace("_", " ")))
+
+
+def _same_word(written: str, label: str) -> bool:
+    """Whether ``written`` is ``label`` or one of its regular forms (owned ~ owns, deploys ~
+    deploy): the same stem, or one is an inflection of the other."""
+    return (
+        written == label
+        or stem(written) == stem(label)
+        or written in inflections(label)
+        or label in inflections(written)
+    )
+
+
+def words_start_with(words: Sequence[str], label: Sequence[str], at: int = 0) -> bool:
+    """Whether ``words[at:]`` begins with the label's words, each in some regular form."""
+    if not label or len(words) - at < len(label):
+        return False
+    return all(_same_word(words[at + k], word) for k, word in enumerate(label))
+
+
 class TaskMentions:
     """The words of one task, and which names it mentions."""
 
@@ -38,6 +69,7 @@ class TaskMentions:
         self.folded_words = {word.casefold() for word in self.words}
         self._phrase_text = " " + spaced(_NOT_WORD.sub(" ", task)) + " "
         self._folded_task = task.casefold()
+        self._plain = label_words(task)
 
     def _cjk_inside(self, names: Collection[str]) -> set[str]:
         """The CJK names that occur in the task, longest first: a name found only inside a
@@ -78,5 +110,11 @@ class TaskMentions:
         return found
 
     def label(self, label: str) -> bool:
-        """Whether the task names this relation label as a word (or, in CJK, in its text)."""
-        return label.casefold() in self.folded_words or bool(self._cjk_inside([label]))
+        """Whether the task names this relation label: as a word, in plain words (any case,
+        spaces for ``_``, regular inflections), or in CJK inside its text."""
+        if label.casefold() in STOPWORDS:
+            return label in self.words
+        if label.casefold() in self.folded_words or self._cjk_inside([label]):
+            return True
+        words = label_words(label)
+        return any(words_start_with(self._plain, words, at) for at in range(len(self._plain)))

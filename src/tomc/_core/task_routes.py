@@ -21,7 +21,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from .counting import names_quoted_terms, terms_named_in
-from .mentions import TaskMentions
+from .mentions import TaskMentions, label_words, words_start_with
 
 __all__ = ["TaskRoute", "route_task"]
 
@@ -147,11 +147,26 @@ def _fold(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def _label_in_words(part: str, known: Collection[str]) -> tuple[str | None, str]:
+    """The known label with the most words that ``part`` starts with in plain words ("reports
+    to" for ``reports_to``, "owned" for ``owns``), and the words after it."""
+    words = label_words(part)
+    best: tuple[int, str] | None = None
+    for label in sorted(known):
+        wanted = label_words(label)
+        if words_start_with(words, wanted) and (best is None or len(wanted) > best[0]):
+            best = (len(wanted), label)
+    if best is None:
+        return None, ""
+    return best[1], " ".join(words[best[0] :])
+
+
 def requested_labels(task: str, known: Collection[str] = ()) -> tuple[str, ...]:
     """Labels of a ``relation: a > b`` predicate, in order, even inside a sentence.
 
     Each label is the longest relation label of the history (``known``) that the text at its
-    place starts with, or else that text up to sentence punctuation. A label followed by more
+    place starts with (as written, else in plain words: ``reports to`` for ``reports_to``),
+    or else that text up to sentence punctuation. A label followed by more
     words ends the predicate: "relation: assigned > owns, which archive ..." asks for
     ``assigned > owns``.
     """
@@ -167,6 +182,8 @@ def requested_labels(task: str, known: Collection[str] = ()) -> tuple[str, ...]:
             if folded == name or (folded.startswith(name) and not _continues(folded[len(name)])):
                 label, rest = spelling, folded[len(name) :].strip()
                 break
+        if label is None:
+            label, rest = _label_in_words(part, known)
         if label is None:
             head = _LABEL_END.split(part, maxsplit=1)
             label, rest = head[0].strip(), (head[1].strip() if len(head) > 1 else "")
