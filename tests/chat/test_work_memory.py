@@ -105,23 +105,36 @@ def test_recent_work_is_preferred_when_the_budget_is_tight():
     assert max(kept) == 30 and 1 not in kept
 
 
-def test_a_line_the_work_showed_again_and_again_outranks_one_it_showed_once():
-    repeated, once = "    except FileNotFoundError:", "    except NotADirectoryError:"
-    assert METER.count(repeated) == METER.count(once)  # neither fits sooner than the other
-    entries = []
-    for number in range(3):
-        entries += group(
-            number, "sed -n 100,140p loader.py", f"{repeated}\n# {number}: " + "padding " * 20
-        )
-    # The newest call shows both lines; without the repeat weight the later line wins the tie.
-    entries += group(3, "sed -n 100,140p loader.py", f"{repeated}\n{once}")
+def first_line_kept(entries) -> list[str]:
+    """The output line(s) kept at the smallest budget that keeps any."""
     for budget in range(20, 400):
         kept = sections(build(entries, budget=budget, task="").text)
         lines = [line for section in kept.values() for line in section]
         if lines:
-            break
-    assert lines == [repeated]
+            return lines
+    return []
+
+
+def test_a_line_the_work_showed_again_and_again_outranks_one_it_showed_once():
+    repeated, once = "    except FileNotFoundError:", "    except NotADirectoryError:"
+    assert METER.count(repeated) == METER.count(once)  # neither fits sooner than the other
+    entries = []
+    for number in range(3):  # three different views of the file show the line
+        command = f"sed -n {90 + number},140p loader.py"
+        entries += group(number, command, f"{repeated}\n# {number}: " + "padding " * 20)
+    # The newest call shows both lines; without the repeat weight the later line wins the tie.
+    entries += group(3, "sed -n 100,140p loader.py", f"{repeated}\n{once}")
+    assert first_line_kept(entries) == [repeated]
     assert sorted(sections(build(entries, task="").text)[4]) == sorted([repeated, once])
+
+
+def test_the_same_command_run_again_does_not_make_its_lines_repeats():
+    repeated, once = "    except FileNotFoundError:", "    except NotADirectoryError:"
+    entries = []
+    for number in range(3):  # one command re-run (a test suite): its output is no repeat
+        entries += group(number, "pytest -q", f"{repeated}\n# {number}: " + "padding " * 20)
+    entries += group(3, "pytest -q", f"{repeated}\n{once}")
+    assert first_line_kept(entries) == [once]
 
 
 def test_exact_records_come_first_when_the_task_asks_for_them():
