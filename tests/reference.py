@@ -194,3 +194,24 @@ def reference_bm25(
                 norm = k1 * (1.0 - b + b * lengths[index] / average)
                 scores[index] = scores.get(index, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
     return scores
+
+
+def reference_mentions(texts: Sequence[str], name: str) -> list[int]:
+    """The lines that contain ``name`` with no identifier character (a letter, digit or ``_``
+    that is not CJK) right before or after it; a name is searched at every position."""
+
+    def ident(char: str) -> bool:
+        return (char.isalnum() or char == "_") and not CJK_CHAR.match(char)
+
+    found = []
+    for unit, text in enumerate(texts):
+        for start in range(len(text) - len(name) + 1):
+            end = start + len(name)
+            if text[start:end] != name:
+                continue
+            if (start == 0 or not ident(text[start - 1])) and (
+                end == len(text) or not ident(text[end])
+            ):
+                found.append(unit)
+                break
+    return found

@@ -16,12 +16,21 @@ from dataclasses import dataclass
 
 from .budget import clamp_budget, default_budget
 from .errors import BudgetError, InvalidHistoryError, InvalidOptionError
+from .evidence import EvidencePlan, evidence_order, plan_evidence
 from .operations import parse_program
-from .packing import Packed, assemble_memory, pack_records, pack_sources, row_texts
-from .records import CAPS, Record, candidate_records
+from .packing import (
+    Packed,
+    assemble_memory,
+    identical_rows,
+    pack_records,
+    pack_sources,
+    row_texts,
+)
+from .records import CAPS, Record, candidate_records, format_ids
 from .result import CompileResult, LedgerRow, SourceUnit
 from .selection import SourceRanking, rank_sources, source_ledger_rows
 from .sources import History, SourceTable, read_history
+from .state import Chain
 from .task_routes import TaskRoute, route_task
 from .tokens import LexicalCounter, TokenCounter, get_counter, row_costs
 
@@ -106,21 +115,6 @@ def compile_memory(
     tokens_by_kind["source"] = out.packed.tokens - sum(r.tokens for r in out.records)
     latency = time.perf_counter() - started
 
-    def build_ledger() -> tuple[LedgerRow, ...]:
-        rows = [_ledger_row(r, token_counter) for r in records]
-        if out.applied in ("tomc_raw", "rag", "unchanged"):
-            rows.extend(
-                source_ledger_rows(
-                    given.rows,
-                    given.row_tokens,
-                    out.packed,
-                    out.ranking,
-                    out.applied,
-                    out.unchanged_reason,
-                )
-            )
-        return tuple(rows)
-
     return CompileResult(
         compiled_memory=out.packed.memory,
         route=route.route,
@@ -136,8 +130,30 @@ def compile_memory(
         counter=token_counter.name,
         task=task,
         _build_sources=lambda: _source_units(given.table),
-        _build_ledger=build_ledger,
+        _build_ledger=lambda: _ledger(records, out, given, token_counter),
     )
+
+
+def _ledger(
+    records: list[Record], out: _Outcome, given: _Given, counter: TokenCounter
+) -> tuple[LedgerRow, ...]:
+    """Every candidate record, then (where source lines were packed) every source line."""
+    rows = [_ledger_row(r, counter) for r in records]
+    if out.applied in ("tomc_raw", "rag", "unchanged"):
+        sources = out.sources or _Sources(given.rows, given.row_tokens, {}, EvidencePlan([], {}))
+        rows.extend(
+            source_ledger_rows(
+                sources.rows,
+                sources.row_tokens,
+                out.packed,
+                out.ranking,
+                out.applied,
+                out.unchanged_reason,
+                same_as=sources.same_as,
+                needs=sources.plan.needs,
+            )
+        )
+    return tuple(rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +211,7 @@ class _Outcome:
     records: list[Record]
     ranking: SourceRanking | None
     unchanged_reason: str
+    sources: _Sources | None = None  # as packed beside the records
 
 
 def _pack(
@@ -220,15 +237,30 @@ def _pack(
         )
     ranking: SourceRanking | None = None
     kept_units: list[int] = []
+    sources = _Sources(given.rows, given.row_tokens, {}, EvidencePlan([], {}))
     if applied in ("tomc_raw", "rag"):
         ranking = rank_sources(given.table.texts, given.row_tokens, task)
-        kept_units = pack_sources(ranking.order, given.row_tokens, given.budget - record_used)
+        sources = _sources_beside(included, given, counter)
+        kept_units = pack_sources(
+            evidence_order(ranking.order, sources.plan),
+            sources.row_tokens,
+            given.budget - record_used,
+            same_as=sources.same_as,
+            needs=sources.plan.needs,
+        )
     order = ranking.order if ranking else ()
     packed = assemble_memory(
-        counter, included, given.rows, given.row_tokens, kept_units, order, given.budget
+        counter, included, sources.rows, sources.row_tokens, kept_units, order, given.budget
     )
     if applied == "tomc" or packed.tokens <= given.input_tokens():
-        return _Outcome(packed, applied, included, ranking, unchanged_reason)
+        return _Outcome(
+            packed,
+            applied,
+            included,
+            ranking,
+            unchanged_reason,
+            sources,
+        )
     # Records added to a history that fits would make the memory larger than what it compiles:
     # give the history back as it is (it fits, since it costs less). Records only ("tomc") is
     # asked for by name and stays records: its callers (the chat work memory) put records
@@ -247,6 +279,39 @@ def _pack(
         None,
         unchanged_reason,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Sources:
+    """Source rows as packed beside the records: identical rows once, with where they occur,
+    and the evidence plan of the included STATE rows."""
+
+    rows: Sequence[str]
+    row_tokens: Sequence[int]
+    same_as: dict[int, int]  # unit -> the identical unit that stands for it
+    plan: EvidencePlan
+
+
+def _sources_beside(included: list[Record], given: _Given, counter: TokenCounter) -> _Sources:
+    rows, row_tokens = given.rows, given.row_tokens
+    same_as: dict[int, int] = {}
+    groups = identical_rows(rows)
+    if groups:
+        rows, row_tokens = list(rows), list(row_tokens)
+        shown = {}
+        for units in groups.values():
+            newest = units[-1]
+            for unit in units[:-1]:
+                same_as[unit] = newest
+            shown[newest] = f"{rows[newest]} ({len(units)} times: {format_ids(units)})"
+        for unit, cost in zip(shown, row_costs(counter, list(shown.values())), strict=True):
+            rows[unit], row_tokens[unit] = shown[unit], cost
+    plan = plan_evidence(
+        (r.units.unit if isinstance(r.units, Chain) else r.units[-1], r.later, r.mentioning)
+        for r in included
+        if r.kind == "state" and r.mentioning
+    )
+    return _Sources(rows, row_tokens, same_as, plan)
 
 
 def _unchanged(history: History, rows: Sequence[str], input_tokens: int) -> Packed:

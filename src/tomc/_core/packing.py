@@ -8,7 +8,7 @@ the rows that join as one run, so the memory's figure is exactly what it re-coun
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .records import CAPS, Record
@@ -19,6 +19,7 @@ __all__ = [
     "Packed",
     "Settled",
     "assemble_memory",
+    "identical_rows",
     "pack_records",
     "pack_sources",
     "row_texts",
@@ -62,17 +63,47 @@ def pack_records(records: list[Record], budget: int, counter: TokenCounter, unca
     return used
 
 
-def pack_sources(order: Iterable[int], row_tokens: Sequence[int], budget: int) -> list[int]:
-    """The rows, taken in ``order`` whenever they still fit, back in source order."""
+def pack_sources(
+    order: Iterable[int],
+    row_tokens: Sequence[int],
+    budget: int,
+    *,
+    same_as: Mapping[int, int] | None = None,
+    needs: Mapping[int, tuple[int, ...]] | None = None,
+) -> list[int]:
+    """The rows, taken in ``order`` whenever they still fit, back in source order.
+
+    ``same_as`` maps a row to the identical row that stands for it (a line is packed once,
+    where its newest copy is, when any copy's turn comes); ``needs`` maps a row to rows it is
+    packed only beside, which ``order`` must decide before it.
+    """
     left = budget
-    kept = []
+    kept: list[int] = []
+    taken: set[int] = set()
+    decided: set[int] = set()
     for index in order:
+        if same_as:
+            index = same_as.get(index, index)
+            if index in decided:
+                continue
+            decided.add(index)
+        if needs and not taken.issuperset(needs.get(index, ())):
+            continue
         cost = row_tokens[index]
         if cost <= left:
             left -= cost
             kept.append(index)
+            taken.add(index)
     kept.sort()
     return kept
+
+
+def identical_rows(rows: Sequence[str]) -> dict[str, list[int]]:
+    """Row text -> its units, for every text that occurs more than once (source order)."""
+    units: dict[str, list[int]] = {}
+    for index, row in enumerate(rows):
+        units.setdefault(row, []).append(index)
+    return {row: found for row, found in units.items() if len(found) > 1}
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .counting import CountEntry, count_terms, lines_with_all, top_terms
+from .evidence import key_mentions
 from .mentions import TaskMentions
 from .operations import Copy, Program, Relation, Set
 from .relations import PathEntry, collect_edges, join_relations
@@ -59,6 +60,10 @@ class Record:
     tokens: int = -1
     included: bool = False
     reason: str = ""
+    #: STATE rows whose key the route asks about: every unit that mentions the key, and those
+    #: after its last write that are no operation (see :mod:`tomc._core.evidence`).
+    mentioning: Sequence[int] = ()
+    later: Sequence[int] = ()
 
 
 def _state_records(
@@ -81,6 +86,32 @@ def _state_records(
         )
         for e in relevant + rest
     ]
+
+
+def _note_later_mentions(
+    state: list[Record],
+    program: Program,
+    texts: Sequence[str],
+    route: TaskRoute,
+    limit: int | None,
+) -> None:
+    """Give the STATE rows the route asks about (its own route, or named by the task) the
+    lines that mention their key, and say in the row which come after its last write."""
+    asked = [r for r in state if r.eligible and (route.route == "state" or r.relevant)][:limit]
+    if not asked:
+        return
+    found = key_mentions(texts, {r.key for r in asked})
+    operations = {unit for unit, _ in program.state_ops}
+    operations.update(unit for unit, _ in program.relations)
+    for record in asked:
+        writer = record.units.unit if isinstance(record.units, Chain) else record.units[-1]
+        record.mentioning = found[record.key]
+        record.later = [u for u in record.mentioning if u > writer and u not in operations]
+        if record.later:
+            record.text = (
+                f"STATE {record.key} = {record.value} ({format_ids(record.units)}; "
+                f"mentioned later: {format_ids(record.later)})"
+            )
 
 
 def _relation_records(
@@ -236,6 +267,7 @@ def candidate_records(
     """
     mentions = TaskMentions(task)
     state = _state_records(program.state_ops, route, strategy, mentions)
+    _note_later_mentions(state, program, texts, route, None if uncapped else CAPS["state"])
     caps_exceeded = {"state": sum(r.eligible for r in state) > CAPS["state"]}
     relation, caps_exceeded["relation"] = _relation_records(
         program.relations, route, strategy, mentions, uncapped

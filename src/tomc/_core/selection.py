@@ -6,7 +6,7 @@ spread to its neighbours); the rest follow, newest first.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .lexicon import query_terms
@@ -38,12 +38,21 @@ def source_ledger_rows(
     ranking: SourceRanking | None,
     applied: str,
     unchanged_reason: str = "history fits the budget: returned unchanged",
+    *,
+    same_as: Mapping[int, int] | None = None,
+    needs: Mapping[int, tuple[int, ...]] | None = None,
 ) -> list[LedgerRow]:
     """One ledger row per source line: its score, whether it was kept and why.
 
     A kept line's tokens are what it adds where it stands (its own cost, plus any difference
-    from being counted together with the line before it).
+    from being counted together with the line before it). ``same_as`` and ``needs`` are the
+    packing's (an identical line packed once; a line held back for its key's writing line).
     """
+    same_as = same_as or {}
+    needs = needs or {}
+    copies: dict[int, int] = {}
+    for newest in same_as.values():
+        copies[newest] = copies.get(newest, 1) + 1
     total = len(rows)
     kept = frozenset(packed.kept_units)
     scores = ranking.scores if ranking else {}
@@ -58,6 +67,19 @@ def source_ledger_rows(
                 f"BM25 rank {rank_of[i]} (score {score:.3f})"
                 if i in scores
                 else f"no query term; kept by recency (rank {rank_of[i]})"
+            )
+            if i in copies:
+                reason += f"; the line occurs {copies[i]} times, packed once here"
+        elif i in same_as:
+            newest = same_as[i]
+            where = "packed once there" if newest in kept else "left out there"
+            reason = f"identical to u{newest}: {where}"
+        elif any(unit not in kept for unit in needs.get(i, ())):
+            writer = next(unit for unit in needs[i] if unit not in kept)
+            reason = (
+                f"left out (rank {rank_of[i]} of {total}): it names a key whose current value "
+                f"was written by u{writer}, which did not fit, and an older line must not be "
+                "the last word on it"
             )
         elif i in packed.squeezed:
             reason = (
