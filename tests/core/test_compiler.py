@@ -20,7 +20,7 @@ from tomc import (
     compile_memory,
 )
 from tomc._core.budget import MAX_BUDGET_TOKENS
-from tomc._core.tokens import CHARS_PER_TOKEN_FLOOR, safe_cost
+from tomc._core.tokens import CHARS_PER_TOKEN_FLOOR, get_counter, row_costs, safe_cost
 
 SEED_HISTORY = "A = 3\nB copies A\nA = 8\nC copies B\n"
 
@@ -623,3 +623,44 @@ def test_relations_asked_in_plain_words_bring_their_edges(people, chatter) -> No
     owner = people[-1]
     result = compile_memory(history, f"What does {owner} own?", budget_tokens=300)
     assert f"RELATION {owner} -[owns]-> system_{len(people) - 1} (" in result.compiled_memory
+
+
+_GREEK = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+
+
+@given(
+    lines=st.lists(
+        st.lists(st.sampled_from(_GREEK), min_size=1, max_size=8).map(" ".join),
+        min_size=20,
+        max_size=120,
+    ),
+    k=st.integers(min_value=1, max_value=12),
+    budget=st.integers(min_value=10, max_value=400),
+)
+def test_count_rows_come_first_and_say_how_many_of_how_many(lines, k, budget) -> None:
+    task = f"What are the {k} most common words?"
+    result = compile_memory("\n".join(lines), task, budget_tokens=budget)
+    if result.applied_strategy == "unchanged":
+        return
+    memory = result.compiled_memory.splitlines()
+    counts = [i for i, line in enumerate(memory) if line.startswith("COUNT ")]
+    assert counts == list(range(len(counts)))  # every count row before any source line
+    asked = [
+        row
+        for row in result.ledger
+        if row.kind == "count" and row.key != "rows shown" and "not asked" not in row.reason
+    ]
+    shown = [row for row in asked if row.included]
+    notes = [row for row in result.ledger if row.kind == "count" and row.key == "rows shown"]
+    if len(shown) < len(asked):
+        expected = (
+            f"COUNT rows shown: {len(shown)} of {len(asked)}; "
+            f"{len(asked) - len(shown)} more did not fit the budget"
+        )
+        if not notes:  # only a budget too small for the note itself goes without it
+            assert not shown and row_costs(get_counter("lexical"), [expected])[0] > budget
+            return
+        assert [note.text for note in notes] == [expected]
+        assert expected in memory
+    else:
+        assert not notes

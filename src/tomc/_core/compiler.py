@@ -22,6 +22,7 @@ from .packing import (
     Packed,
     assemble_memory,
     identical_rows,
+    note_rows_shown,
     pack_records,
     pack_sources,
     row_texts,
@@ -104,8 +105,12 @@ def compile_memory(
         records, caps_exceeded = candidate_records(
             program, given.table.texts, route, applied, task, uncapped
         )
-    record_budget = given.budget if applied == "tomc" else math.floor(given.budget * RECORD_SHARE)
+    # A count is the answer itself: its rows come before any source text.
+    records_first = applied == "tomc" or route.route == "count"
+    record_budget = given.budget if records_first else math.floor(given.budget * RECORD_SHARE)
     record_used = pack_records(records, record_budget, token_counter, uncapped) if records else 0
+    if route.route == "count":
+        records, record_used = note_rows_shown(records, record_budget, record_used, token_counter)
     out = _pack(history, given, token_counter, records, record_used, applied, task)
     _check_recount(token_counter, out.packed, given.budget if out.applied != "unchanged" else None)
 

@@ -20,6 +20,7 @@ __all__ = [
     "Settled",
     "assemble_memory",
     "identical_rows",
+    "note_rows_shown",
     "pack_records",
     "pack_sources",
     "row_texts",
@@ -61,6 +62,37 @@ def pack_records(records: list[Record], budget: int, counter: TokenCounter, unca
         else:
             record.reason = f"over record budget (needs {tokens}, {budget - used} left)"
     return used
+
+
+def note_rows_shown(
+    records: list[Record], budget: int, used: int, counter: TokenCounter
+) -> tuple[list[Record], int]:
+    """Where COUNT rows the task asked for were left out for budget, a row that says how many
+    of how many are shown, right after the last shown one; shown rows make room for it
+    (newest-packed first). Returns the records (the note among them) and the tokens used."""
+    asked = [r for r in records if r.kind == "count" and r.eligible]
+    if not any(r.reason.startswith("over record budget") for r in asked):
+        return records, used
+    shown = [r for r in asked if r.included]
+
+    def note_text() -> str:
+        left = len(asked) - len(shown)
+        return f"COUNT rows shown: {len(shown)} of {len(asked)}; {left} more did not fit the budget"
+
+    cost = row_costs(counter, [note_text()])[0]
+    while shown and used + cost > budget:
+        dropped = shown.pop()
+        dropped.included = False
+        dropped.reason = "over record budget (made room for the note of how many rows are shown)"
+        used -= dropped.tokens
+        cost = row_costs(counter, [note_text()])[0]
+    if used + cost > budget:
+        return records, used
+    note = Record("count", "rows shown", str(len(shown)), note_text(), (), True, True, cost)
+    note.included = True
+    note.reason = "says how many of the COUNT rows asked for fit the budget"
+    at = records.index(shown[-1]) + 1 if shown else 0
+    return [*records[:at], note, *records[at:]], used + cost
 
 
 def pack_sources(
