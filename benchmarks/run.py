@@ -60,6 +60,7 @@ SPEED_FIXTURES = {"state_log": workloads.state_log, "mixed_log": workloads.mixed
 #: the fixture's own value question (state), and these tasks.
 ROUTE_TASKS = {
     "count": "How many times did a build pass?",
+    "top words": "What are the 10 most common words?",
     "relation": "relation: assigned > owns, which team does alpha.dev reach?",
     "raw": "What did the user say about the dashboard?",
 }

@@ -222,13 +222,10 @@ def top_terms(
     ranked = sorted(candidates, key=lambda t: (-totals[t], t))
     chosen = ranked if k is None else ranked[:k]
     units: dict[str, list[int]] = {t: [] for t in chosen}
-    line = 0
-    for token in tokens:
-        if token == "\n":
-            line += 1
-            continue
-        found = units.get(token)
-        if found is not None and (not found or found[-1] != line):
-            found.append(line)
+    wanted = frozenset(chosen)
+    # Line by line through the tokens joined (split in C), not token by token in Python.
+    for line, words in enumerate(" ".join(tokens).split("\n")):
+        for token in wanted.intersection(words.split()):
+            units[token].append(line)
     entries = [CountEntry(t, totals[t], tuple(units[t]), ((t, totals[t]),)) for t in chosen]
     return entries, len(candidates)

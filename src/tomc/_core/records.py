@@ -28,6 +28,8 @@ __all__ = [
 ]
 
 CAPS = {"state": 96, "count": 80, "relation": 120}
+#: STATE rows given their later mentions when the task names no key (see _note_later_mentions).
+UNNAMED_MENTIONS = 16
 #: Even the uncapped comparison mode stops enumerating relation paths here.
 RELATION_SAFETY_LIMIT = 100_000
 
@@ -97,7 +99,11 @@ def _note_later_mentions(
 ) -> None:
     """Give the STATE rows the route asks about (its own route, or named by the task) the
     lines that mention their key, and say in the row which come after its last write."""
-    asked = [r for r in state if r.eligible and (route.route == "state" or r.relevant)][:limit]
+    # The rows the task names, else (a question about "the current values") the first rows:
+    # each name costs the scan a little, and a named key is what the reader will check.
+    asked = [r for r in state if r.eligible and r.relevant][:limit]
+    if not asked and route.route == "state":
+        asked = [r for r in state if r.eligible][: min(limit or UNNAMED_MENTIONS, UNNAMED_MENTIONS)]
     if not asked:
         return
     found = key_mentions(texts, {r.key for r in asked})
