@@ -228,7 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve-upstream", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_upstream:
-        AppServer(upstream_app(args.events), "127.0.0.1", args.serve_upstream).run()
+        # Providers keep an idle connection open far longer than uvicorn's 5 s default; with
+        # 5 s a loaded machine races the gateway's reuse of it (ReadError, then a 502).
+        AppServer(
+            upstream_app(args.events), "127.0.0.1", args.serve_upstream, keep_alive_s=75
+        ).run()
         return 0
     print("\n".join(to_markdown(measure(args.requests, args.tokens, args.events))))
     return 0

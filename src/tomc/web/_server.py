@@ -187,7 +187,8 @@ class WorkerServer:
 class AppServer:
     """uvicorn serving ``app`` on an already bound socket; ``url`` is where it answers.
 
-    ``header_timeout_s`` and ``body_timeout_s`` cut slow clients (:mod:`tomc.web._deadlines`).
+    ``header_timeout_s`` and ``body_timeout_s`` cut slow clients (:mod:`tomc.web._deadlines`);
+    ``keep_alive_s`` is how long an idle connection stays open between requests.
     With ``app_date`` the app's own ``Date`` header is kept and one is added only to answers
     without it (a proxy relaying its upstream's); otherwise uvicorn adds its own to each.
     """
@@ -205,6 +206,7 @@ class AppServer:
         header_timeout_s: float = HEADER_TIMEOUT_S,
         body_timeout_s: float = BODY_IDLE_TIMEOUT_S,
         app_date: bool = False,
+        keep_alive_s: float = 5.0,
     ) -> None:
         self.socket = _bind(host, port, backlog)
         self.host = host
@@ -221,6 +223,7 @@ class AppServer:
             log_level="critical" if quiet else "info" if verbose else "warning",
             access_log=verbose and not quiet,
             timeout_graceful_shutdown=2,
+            timeout_keep_alive=keep_alive_s,
             server_header=False,
         )
         self._server = uvicorn.Server(config)

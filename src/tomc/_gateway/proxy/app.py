@@ -50,7 +50,14 @@ from .ledger import Ledger, LedgerEntry, UsageLedger, ledger_path
 from .options import SESSION_OPTIONS, RequestOptions, new_session
 from .origins import OriginCheck
 from .redact import install_redaction
-from .relay import UsageSniffer, client_gone, error_response, forward_headers, no_cookies, relay
+from .relay import (
+    UsageSniffer,
+    client_gone,
+    error_response,
+    forward_headers,
+    relay,
+    upstream_client,
+)
 from .routing import (
     api_for_path,
     compaction_api,
@@ -143,15 +150,7 @@ class Gateway:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        # trust_env=False: the gateway forwards where it is told, never through an ambient proxy.
-        async with httpx2.AsyncClient(
-            transport=self._transport,
-            timeout=self._timeout,
-            trust_env=False,
-            follow_redirects=False,
-            cookies=no_cookies(),
-            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=64),
-        ) as client:
+        async with upstream_client(self._transport, self._timeout) as client:
             self.client = client
             try:
                 yield

@@ -30,6 +30,7 @@ from .usage import ProviderUsage, StreamUsage, usage_from_json
 
 __all__ = [
     "HOP_BY_HOP",
+    "UPSTREAM_LIMITS",
     "UsageSniffer",
     "client_gone",
     "error_response",
@@ -37,9 +38,37 @@ __all__ = [
     "no_cookies",
     "relay",
     "response_headers",
+    "upstream_client",
 ]
 
 logger = logging.getLogger("tomc.gateway")
+
+#: The pool of connections to the upstream. An idle connection is dropped after 4 s: servers
+#: on uvicorn (a local model server, LiteLLM, our own fake provider) close theirs after 5 s,
+#: and httpx's default of 5 s raced that close, so a burst of requests after a short lull got
+#: "could not reach the upstream (ReadError)" on connections the server had just closed.
+UPSTREAM_LIMITS = httpx2.Limits(
+    max_connections=None, max_keepalive_connections=64, keepalive_expiry=4.0
+)
+
+
+def upstream_client(
+    transport: httpx2.AsyncBaseTransport | None, timeout: httpx2.Timeout | float
+) -> httpx2.AsyncClient:
+    """The gateway's one client to the upstream.
+
+    trust_env=False: it forwards where it is told, never through an ambient proxy; no
+    redirects and no cookie jar, so nothing of one user's traffic reaches another's.
+    """
+    return httpx2.AsyncClient(
+        transport=transport,
+        timeout=timeout,
+        trust_env=False,
+        follow_redirects=False,
+        cookies=no_cookies(),
+        limits=UPSTREAM_LIMITS,
+    )
+
 
 #: Headers that describe one connection, not the message (RFC 9110 section 7.6.1), plus the
 #: ones the gateway sets itself for the body it sends.
