@@ -302,15 +302,25 @@ def _sources_beside(included: list[Record], given: _Given, counter: TokenCounter
     same_as: dict[int, int] = {}
     groups = identical_rows(rows)
     if groups:
-        rows, row_tokens = list(rows), list(row_tokens)
-        shown = {}
+        copies = {}
         for units in groups.values():
             newest = units[-1]
+            copies[newest] = units
             for unit in units[:-1]:
                 same_as[unit] = newest
-            shown[newest] = f"{rows[newest]} ({len(units)} times: {format_ids(units)})"
-        for unit, cost in zip(shown, row_costs(counter, list(shown.values())), strict=True):
-            rows[unit], row_tokens[unit] = shown[unit], cost
+        # The newest copy is packed verbatim with a note on a line of its own (never read as
+        # part of a value) saying where else it occurred. The note starts with "[", where no
+        # pre-token continues across the line break, so its cost adds to the line's.
+        notes = {
+            unit: f"[the line above occurs {len(units)} times: {format_ids(units)}]"
+            for unit, units in copies.items()
+        }
+        rows, row_tokens = list(rows), list(row_tokens)
+        for (unit, note), cost in zip(
+            notes.items(), row_costs(counter, list(notes.values())), strict=True
+        ):
+            rows[unit] = f"{rows[unit]}\n{note}"
+            row_tokens[unit] += cost
     plan = plan_evidence(
         (r.units.unit if isinstance(r.units, Chain) else r.units[-1], r.later, r.mentioning)
         for r in included

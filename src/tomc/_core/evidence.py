@@ -1,7 +1,8 @@
 """Evidence around records: the source lines a reader sees beside an exact STATE row.
 
 A STATE row says what a key's value is now; the source lines packed beside it must not say
-otherwise. Three rules, applied to the rows the memory includes:
+otherwise. Three rules, applied to the included rows whose key the task names (when it names
+none, to the first 16 rows of a state question: each key costs the scan a little):
 
 - the line that wrote the current value (the last SET or COPY of the key) comes first;
 - then the newest lines that mention the key after that write (up to
@@ -18,6 +19,8 @@ exactly and are never "mentioned later".
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -39,28 +42,30 @@ _IDENT = rf"[^\W{CJK_RANGES}]"
 
 
 def key_mentions(texts: Sequence[str], names: Collection[str]) -> dict[str, list[int]]:
-    """For each name, the units (in source order) whose text mentions it. One pass."""
-    if not names:
-        return {}
-    ordered = sorted(names, key=lambda name: (-len(name), name))  # longest first
-    starts = "".join(sorted({"\n", *(name[0] for name in ordered)}))
-    alternatives = "|".join(map(re.escape, ordered))
-    # Names may contain '.' and '-': the boundary is on identifier characters alone.
-    pattern = re.compile(
-        rf"(?=[{re.escape(starts)}])(?:\n|(?<!{_IDENT})(?:{alternatives})(?!{_IDENT}))"
-    )
+    """For each name, the units (in source order) whose text mentions it.
+
+    Each name is found with ``str.find`` over the joined text (in C); only its occurrences are
+    checked for identifier boundaries and placed on their line.
+    """
     joined = "\n".join(texts)
     if joined.count("\n") != len(texts) - 1:
         joined = "\n".join(text.replace("\n", " ") for text in texts)
-    found: dict[str, list[int]] = {name: [] for name in names}
-    unit = 0
-    for match in pattern.findall(joined):
-        if match == "\n":
-            unit += 1
-            continue
-        units = found[match]
-        if not units or units[-1] != unit:
-            units.append(unit)
+    starts: list[int] | None = None
+    ident = re.compile(_IDENT).match
+    found: dict[str, list[int]] = {}
+    for name in names:
+        units: list[int] = []
+        at = joined.find(name)
+        while at >= 0:
+            end = at + len(name)
+            if not (at and ident(joined, at - 1)) and not ident(joined, end):
+                if starts is None:
+                    starts = [0, *itertools.accumulate(len(text) + 1 for text in texts)]
+                unit = bisect.bisect_right(starts, at) - 1
+                if not units or units[-1] != unit:
+                    units.append(unit)
+            at = joined.find(name, at + 1)
+        found[name] = units
     return found
 
 

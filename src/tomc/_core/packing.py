@@ -8,6 +8,7 @@ the rows that join as one run, so the memory's figure is exactly what it re-coun
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -112,14 +113,16 @@ def pack_sources(
     left = budget
     kept: list[int] = []
     taken: set[int] = set()
-    decided: set[int] = set()
+    stand_ins = set(same_as.values()) if same_as else set()
+    decided: set[int] = set()  # stand-ins whose turn came (through any of their copies)
     for index in order:
-        if same_as:
-            index = same_as.get(index, index)
-            if index in decided:
-                continue
-            decided.add(index)
-        if needs and not taken.issuperset(needs.get(index, ())):
+        if stand_ins:
+            index = same_as.get(index, index)  # type: ignore[union-attr]
+            if index in stand_ins:
+                if index in decided:
+                    continue
+                decided.add(index)
+        if needs and index in needs and not taken.issuperset(needs[index]):
             continue
         cost = row_tokens[index]
         if cost <= left:
@@ -132,10 +135,13 @@ def pack_sources(
 
 def identical_rows(rows: Sequence[str]) -> dict[str, list[int]]:
     """Row text -> its units, for every text that occurs more than once (source order)."""
-    units: dict[str, list[int]] = {}
-    for index, row in enumerate(rows):
-        units.setdefault(row, []).append(index)
-    return {row: found for row, found in units.items() if len(found) > 1}
+    repeated = {row for row, times in Counter(rows).items() if times > 1}  # counted in C
+    units: dict[str, list[int]] = {row: [] for row in repeated}
+    if repeated:
+        for index, row in enumerate(rows):
+            if row in repeated:
+                units[row].append(index)
+    return units
 
 
 @dataclass(frozen=True, slots=True)
