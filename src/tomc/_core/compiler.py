@@ -31,7 +31,6 @@ from .records import CAPS, Record, candidate_records, format_ids
 from .result import CompileResult, LedgerRow, SourceUnit
 from .selection import SourceRanking, rank_sources, source_ledger_rows
 from .sources import History, SourceTable, read_history
-from .state import Chain
 from .task_routes import TaskRoute, route_task
 from .tokens import LexicalCounter, TokenCounter, get_counter, row_costs
 
@@ -145,7 +144,7 @@ def _ledger(
     """Every candidate record, then (where source lines were packed) every source line."""
     rows = [_ledger_row(r, counter) for r in records]
     if out.applied in ("tomc_raw", "rag", "unchanged"):
-        sources = out.sources or _Sources(given.rows, given.row_tokens, {}, EvidencePlan([], {}))
+        sources = out.sources or _Sources.plain(given)
         rows.extend(
             source_ledger_rows(
                 sources.rows,
@@ -242,7 +241,7 @@ def _pack(
         )
     ranking: SourceRanking | None = None
     kept_units: list[int] = []
-    sources = _Sources(given.rows, given.row_tokens, {}, EvidencePlan([], {}))
+    sources = _Sources.plain(given)
     if applied in ("tomc_raw", "rag"):
         ranking = rank_sources(given.table.texts, given.row_tokens, task)
         sources = _sources_beside(included, given, counter)
@@ -296,6 +295,11 @@ class _Sources:
     same_as: dict[int, int]  # unit -> the identical unit that stands for it
     plan: EvidencePlan
 
+    @classmethod
+    def plain(cls, given: _Given) -> _Sources:
+        """The rows as they are: no repeats folded, no evidence plan."""
+        return cls(given.rows, given.row_tokens, {}, EvidencePlan([], {}))
+
 
 def _sources_beside(included: list[Record], given: _Given, counter: TokenCounter) -> _Sources:
     rows, row_tokens = given.rows, given.row_tokens
@@ -322,9 +326,7 @@ def _sources_beside(included: list[Record], given: _Given, counter: TokenCounter
             rows[unit] = f"{rows[unit]}\n{note}"
             row_tokens[unit] += cost
     plan = plan_evidence(
-        (r.units.unit if isinstance(r.units, Chain) else r.units[-1], r.later, r.mentioning)
-        for r in included
-        if r.kind == "state" and r.mentioning
+        (r.writer, r.later, r.mentioning) for r in included if r.kind == "state" and r.mentioning
     )
     return _Sources(rows, row_tokens, same_as, plan)
 

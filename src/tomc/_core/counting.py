@@ -29,6 +29,7 @@ from .lexicon import (
     CJK_RANGES,
     CJK_STOP_CHARS,
     STOPWORDS,
+    WORD_CHAR,
     WORD_PATTERN,
     inflections,
     is_content_word,
@@ -55,14 +56,13 @@ _COUNT_FRAME = frozenset(
     does did do is are was were the in of
     """.split()
 )
-_WORD_CHAR = rf"[^\W{CJK_RANGES}]"  # continues a word; CJK text next to a word does not
-_WORD_CHAR_RE = re.compile(_WORD_CHAR)
+_WORD_CHAR_RE = re.compile(WORD_CHAR)  # continues a word; CJK text next to a word does not
 # Quoted terms. A straight or curly apostrophe between letters (doesn't, What's, Bob's) is not
 # a quote: a single quote opens only where no word character precedes it and closes only
 # where none follows.
 _QUOTED = re.compile(
     r'"([^"\n]{1,80})"|“([^”\n]{1,80})”|「([^」\n]{1,80})」|『([^』\n]{1,80})』'
-    rf"|(?<!{_WORD_CHAR})['‘]([^'‘’\n]{{1,80}}?)['’](?!{_WORD_CHAR})"
+    rf"|(?<!{WORD_CHAR})['‘]([^'‘’\n]{{1,80}}?)['’](?!{WORD_CHAR})"
 )
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _ZH_FRAME = re.compile(
@@ -123,14 +123,14 @@ def _word_pattern(forms: Iterable[str]) -> re.Pattern[str]:
     """Any of ``forms`` not followed by a word character (what precedes is checked apart:
     a pattern that starts with its literals lets the regex engine skip ahead fast)."""
     alternatives = "|".join(map(re.escape, sorted(forms, key=lambda f: (-len(f), f))))
-    return re.compile(rf"(?:{alternatives})(?!{_WORD_CHAR})")
+    return re.compile(rf"(?:{alternatives})(?!{WORD_CHAR})")
 
 
 def _phrase_pattern(term: str) -> re.Pattern[str]:
     """The term's words in order, any white space but a line break between, not followed by
     a word character when the term ends with one."""
     body = r"[^\S\n]+".join(map(re.escape, term.split()))
-    after = rf"(?!{_WORD_CHAR})" if re.match(_WORD_CHAR, term[-1]) else ""
+    after = rf"(?!{WORD_CHAR})" if re.match(WORD_CHAR, term[-1]) else ""
     return re.compile(body + after)
 
 
@@ -184,7 +184,7 @@ def count_terms(
             forms = inflections(term) if inflect else (term,)
             pattern, word_start = _word_pattern(forms), True
         else:
-            pattern, word_start = _phrase_pattern(term), bool(re.match(_WORD_CHAR, term))
+            pattern, word_start = _phrase_pattern(term), bool(re.match(WORD_CHAR, term))
         found, units = _scan(lowered, starts, pattern, word_start)
         if not (CJK_CHAR.search(term) or WORD_PATTERN.fullmatch(term)):
             found = Counter({term: sum(found.values())}) if found else found

@@ -25,7 +25,7 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from .lexicon import CJK_RANGES
+from .lexicon import WORD_CHAR
 
 __all__ = [
     "PROMOTED_MENTIONS",
@@ -37,8 +37,6 @@ __all__ = [
 
 #: Lines mentioning a key after its last write that are moved ahead of the ranked lines.
 PROMOTED_MENTIONS = 3
-# An identifier character that is not CJK: a CJK name has no word boundary to respect.
-_IDENT = rf"[^\W{CJK_RANGES}]"
 
 
 def key_mentions(texts: Sequence[str], names: Collection[str]) -> dict[str, list[int]]:
@@ -51,7 +49,8 @@ def key_mentions(texts: Sequence[str], names: Collection[str]) -> dict[str, list
     if joined.count("\n") != len(texts) - 1:
         joined = "\n".join(text.replace("\n", " ") for text in texts)
     starts: list[int] | None = None
-    ident = re.compile(_IDENT).match
+    # A CJK character is no identifier character: a CJK name has no word boundary to respect.
+    ident = re.compile(WORD_CHAR).match
     found: dict[str, list[int]] = {}
     for name in names:
         units: list[int] = []

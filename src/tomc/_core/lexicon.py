@@ -19,6 +19,7 @@ __all__ = [
     "CJK_STOP_CHARS",
     "LEXICAL_PATTERN",
     "STOPWORDS",
+    "WORD_CHAR",
     "WORD_PATTERN",
     "inflections",
     "is_content_word",
@@ -34,6 +35,9 @@ CJK_RANGES = (
     "\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\uff66-\uff9f"
     "\U00020000-\U0003134f"
 )
+#: A word character that is not CJK (pattern text): identifiers and words end where CJK text
+#: begins, and a CJK character is a word of its own.
+WORD_CHAR = rf"[^\W{CJK_RANGES}]"
 #: A maximal run of non-CJK word characters | one CJK character | any other non-space character.
 LEXICAL_PATTERN = re.compile(rf"[^\W{CJK_RANGES}]+|[{CJK_RANGES}]|[^\w\s]")
 CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")

@@ -19,13 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-from .lexicon import CJK_CHAR, CJK_RANGES, STOPWORDS, inflections, stem
+from .lexicon import CJK_CHAR, STOPWORDS, WORD_CHAR, inflections, stem
 
 __all__ = ["TaskMentions", "label_words", "words_start_with"]
 
-# A word character that is not CJK, so that identifiers end where CJK text begins.
-_IDENT_CHAR = rf"[^\W{CJK_RANGES}]"
-_TASK_WORD = re.compile(rf"{_IDENT_CHAR}(?:{_IDENT_CHAR}|-)*(?:\.(?:{_IDENT_CHAR}|-)+)*")
+_TASK_WORD = re.compile(rf"{WORD_CHAR}(?:{WORD_CHAR}|-)*(?:\.(?:{WORD_CHAR}|-)+)*")
 _NOT_WORD = re.compile(r"[^\w\s-]")
 
 
@@ -34,13 +32,13 @@ def spaced(text: str) -> str:
     return " ".join(re.sub(r"[_\-]+", " ", text.casefold()).split())
 
 
-_PLAIN_WORD = re.compile(rf"{_IDENT_CHAR}+")
+_PLAIN_WORD = re.compile(rf"{WORD_CHAR}+")
 
 
 def label_words(text: str) -> tuple[str, ...]:
     """The words of ``text`` as a label is compared: case-folded, ``_`` and ``-`` read as
     spaces (``Reports_To`` gives ``("reports", "to")``)."""
-    return tuple(_PLAIN_WORD.findall(spaced(text).replace("_", " ")))
+    return tuple(_PLAIN_WORD.findall(spaced(text)))
 
 
 def _same_word(written: str, label: str) -> bool:

@@ -62,8 +62,10 @@ class Record:
     tokens: int = -1
     included: bool = False
     reason: str = ""
-    #: STATE rows whose key the route asks about: every unit that mentions the key, and those
-    #: after its last write that are no operation (see :mod:`tomc._core.evidence`).
+    #: STATE rows whose key the task asks about: the unit that wrote the value, every unit that
+    #: mentions the key, and those after the write that are no operation (see
+    #: :mod:`tomc._core.evidence`).
+    writer: int = -1
     mentioning: Sequence[int] = ()
     later: Sequence[int] = ()
 
@@ -97,22 +99,23 @@ def _note_later_mentions(
     route: TaskRoute,
     limit: int | None,
 ) -> None:
-    """Give the STATE rows the route asks about (its own route, or named by the task) the
-    lines that mention their key, and say in the row which come after its last write."""
-    # The rows the task names, else (a question about "the current values") the first rows:
-    # each name costs the scan a little, and a named key is what the reader will check.
+    """Give the STATE rows the task asks about the lines that mention their key, and say in
+    the row which come after its last write: the rows the task names (up to ``limit``), else,
+    for a state question ("the current values"), the first :data:`UNNAMED_MENTIONS` rows. Each
+    key costs the scan a little, and a named key is what the reader will check."""
     asked = [r for r in state if r.eligible and r.relevant][:limit]
     if not asked and route.route == "state":
-        asked = [r for r in state if r.eligible][: min(limit or UNNAMED_MENTIONS, UNNAMED_MENTIONS)]
+        asked = [r for r in state if r.eligible][:UNNAMED_MENTIONS]
     if not asked:
         return
     found = key_mentions(texts, {r.key for r in asked})
     operations = {unit for unit, _ in program.state_ops}
     operations.update(unit for unit, _ in program.relations)
     for record in asked:
-        writer = record.units.unit if isinstance(record.units, Chain) else record.units[-1]
+        # A STATE row's units are its value's chain; the chain's own unit wrote the value.
+        record.writer = record.units.unit if isinstance(record.units, Chain) else record.units[-1]
         record.mentioning = found[record.key]
-        record.later = [u for u in record.mentioning if u > writer and u not in operations]
+        record.later = [u for u in record.mentioning if u > record.writer and u not in operations]
         if record.later:
             record.text = (
                 f"STATE {record.key} = {record.value} ({format_ids(record.units)}; "

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from .lexicon import CJK_RANGES, stem
+from .lexicon import CJK_RANGES, WORD_CHAR, stem
 
 __all__ = ["BM25_B", "BM25_K1", "NEIGHBOUR_WEIGHT", "bm25_scores", "spread_to_neighbours"]
 
@@ -39,7 +39,7 @@ def _surface_pattern(terms: Sequence[str]) -> re.Pattern[str]:
         alternatives = "|".join(map(re.escape, words))
         # Query terms start with a word character (lexicon.query_terms): after another one,
         # a match would sit inside a longer word.
-        parts.append(rf"(?<![^\W{CJK_RANGES}])(?:{alternatives})[^\W{CJK_RANGES}]*")
+        parts.append(rf"(?<!{WORD_CHAR})(?:{alternatives}){WORD_CHAR}*")
     if cjk:
         parts.append("[" + "".join(cjk) + "]")
     return re.compile(f"(?=[{re.escape(starts)}])(?:{'|'.join(parts)})")

@@ -43,12 +43,13 @@ MAX_CHANGED_FILES = 40
 #: bonus when its call touches a file the latest step works on. The weights were chosen on the
 #: real trajectories of benchmarks/agent_replay.py: without the recency term the memory kept
 #: clearly less of the patch evidence than sliding truncation; more weight than 3 changed
-#: nothing. A line shown by ``n`` different calls (tool and arguments) gets
-#: ``REPEAT_WEIGHT * (1 - 1/n)``: the lines an agent re-reads are the code it is working on,
-#: while a command run again (a test suite) repeats its output without meaning it. On the
-#: replay this kept 97.0% of the patch evidence at a 16K window against 95.8% without it,
-#: 99.99% against 99.6% at 24K, for 0.3-0.5% more billed input; counting every copy kept
-#: 97.3% / 99.9%, and 1.5 or 2 kept slightly less at 16K.
+#: nothing. A line shown by ``n`` calls with different arguments (as their headers show them)
+#: gets ``REPEAT_WEIGHT * (1 - 1/n)``: the lines an agent re-reads are the code it is working
+#: on, while a command run again (a test suite) repeats its output without meaning it. On the
+#: replay (``python -m benchmarks.agent_replay``) this kept 97.1% / 100% / 100% of the patch
+#: evidence at 16K / 24K / 32K against 95.8% / 99.6% / 100% without it, billed input within
+#: 0.2%; in ablations at 16K, counting every copy kept 97.3% (with stale test output ranked
+#: up) and weights of 1.5 or 2 kept slightly less.
 BM25_WEIGHT = 1.0
 RECENCY_WEIGHT = 3.0
 FOCUS_WEIGHT = 1.0
@@ -220,8 +221,8 @@ def _newest_copies(
 ) -> tuple[list[bool], list[int]]:
     """Newest copy wins: a line shown again later (here or after the memory) is superseded.
 
-    Also returns, for each line, from how many different origins (a call and its arguments)
-    its text came: the same command run again (a test suite) does not make its lines repeats.
+    Also returns, for each line, from how many different origins (see :func:`_origin`) its
+    text came: the same command run again (a test suite) does not make its lines repeats.
     """
     later_keys = {_key(line) for line in later_text.splitlines() if line.strip()}
     keys = [_key(text) for text in texts]
@@ -241,7 +242,8 @@ def _newest_copies(
 
 
 def _origin(group: _Group) -> str:
-    """What produced a line: its call (tool and arguments), or the agent's text at its place."""
+    """What produced a line: its call's arguments as the header shows them (the part after
+    ``[call N tool]``, which numbers each call), or the agent's text at its place."""
     if not group.header:
         return f"text {group.order}"
     # The header's number differs between runs of one command: compare what follows it.
