@@ -19,7 +19,7 @@ import openai
 
 from dialect_fixtures import request_tokens
 from fake_providers import FakeProvider, Reply, Usage
-from tomc._gateway.local.health import probe
+from tomc._gateway.health import probe
 from tomc._gateway.local.leases import read_run_gateway
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.proxy.ledger import LedgerEntry

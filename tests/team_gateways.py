@@ -22,7 +22,7 @@ import httpx2
 import pytest
 
 from gateway_helpers import SERVE, free_port, isolated_env, wait_for
-from tomc._gateway.local.health import probe
+from tomc._gateway.health import probe
 from tomc._gateway.settings import GatewaySettings, save_settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -245,6 +245,108 @@ def test_package_imports_nothing_forbidden(package: str) -> None:
     assert not problems, "\n".join(problems)
 
 
+# ---- the gateway's layers ------------------------------------------------------------------
+
+#: The gateway's parts, lowest first: a module may import from its own layer and lower ones
+#: only. The settings and the gateway's own address and probes are leaves; the agents'
+#: configurations know nothing of the proxy or the launcher; the proxy (request policy,
+#: exchange, rewrite, relay, metering, stores) knows the agents' limits; the launcher, the
+#: status command and activation use all of them; the commands sit on top.
+GATEWAY_LAYERS = (
+    ("tomc._gateway.settings", "tomc._gateway.health"),
+    ("tomc._gateway.agents",),
+    ("tomc._gateway.proxy",),
+    ("tomc._gateway.local",),
+    ("tomc._gateway", "tomc._gateway.commands", "tomc._gateway.serving"),
+)
+
+
+def _layer(module: str) -> int | None:
+    """The layer of the longest entry naming ``module`` or a package holding it (the
+    ``tomc._gateway`` package itself only by its own name)."""
+    found = [
+        (len(part), index)
+        for index, parts in enumerate(GATEWAY_LAYERS)
+        for part in parts
+        if module == part or (part != "tomc._gateway" and module.startswith(part + "."))
+    ]
+    return max(found)[1] if found else None
+
+
+def layer_violations(graph: Mapping[str, Iterable[str]]) -> list[str]:
+    """Each import from a gateway module to one in a higher layer."""
+    problems = []
+    for module, imports in sorted(graph.items()):
+        here = _layer(module)
+        for name in sorted(imports):
+            there = _layer(name)
+            if here is not None and there is not None and there > here:
+                problems.append(f"{module} (layer {here}) imports {name} (layer {there})")
+    return problems
+
+
+def test_layer_checker_reports_an_import_upwards() -> None:
+    graph = {
+        "tomc._gateway.agents.limits": {"tomc._gateway.local.launcher"},
+        "tomc._gateway.local.launcher": {"tomc._gateway.agents.limits", "tomc._gateway.health"},
+        "tomc._gateway.proxy.store.redis": {"tomc._gateway.proxy.ledger"},
+    }
+    assert layer_violations(graph) == [
+        "tomc._gateway.agents.limits (layer 1) imports tomc._gateway.local.launcher (layer 3)"
+    ]
+
+
+def test_every_gateway_module_has_a_layer() -> None:
+    missing = [
+        name for name in _modules() if _within(name, "tomc._gateway") and _layer(name) is None
+    ]
+    assert not missing, missing
+
+
+def test_gateway_packages_point_one_way() -> None:
+    assert not layer_violations(import_graph()), "\n".join(layer_violations(import_graph()))
+
+
+# ---- the dialect seam ---------------------------------------------------------------------
+
+#: A wire format written outside the package, as a user would write one: the test-only one.
+OUTSIDE_FORMAT = ROOT / "tests" / "chat" / "dialects" / "gemini_like.py"
+
+
+def private_tomc_imports(path: Path) -> list[str]:
+    """The TOMC names a file outside the package imports from a private module, or private
+    names it imports from a public one."""
+    found = []
+    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tomc"):
+            module = node.module or ""
+            if any(part.startswith("_") for part in module.split(".")):
+                found.append(module)
+            found += [f"{module}.{a.name}" for a in node.names if a.name.startswith("_")]
+        elif isinstance(node, ast.Import):
+            found += [
+                alias.name
+                for alias in node.names
+                if alias.name.startswith("tomc") and "._" in alias.name
+            ]
+    return found
+
+
+def test_seam_checker_finds_a_private_name(tmp_path: Path) -> None:
+    fmt = tmp_path / "fmt.py"
+    fmt.write_text(
+        "from tomc.chat.dialects import BaseDialect\n"
+        "from tomc.chat._conversation import Entry\n"
+        "import tomc.chat.dialects._wire\n",
+        encoding="utf-8",
+    )
+    assert private_tomc_imports(fmt) == ["tomc.chat._conversation", "tomc.chat.dialects._wire"]
+
+
+def test_a_new_wire_format_needs_only_public_names() -> None:
+    assert private_tomc_imports(OUTSIDE_FORMAT) == []
+
+
 # ---- sizes --------------------------------------------------------------------------------
 
 

@@ -235,7 +235,7 @@ def activate_command(client: str, port: int | None, home: str | None, login: boo
     table and model_provider = "tomc" in its config.toml. The file is backed up first;
     running this again changes nothing and keeps the first backup.
     """
-    from .agents.activation import activate
+    from .local.activation import activate
 
     with _reported(f"activating {client}"):
         done = activate(client, port=port, home=home, login=login)
@@ -330,7 +330,7 @@ def restore_direct_command(client: str | None, home: str | None) -> None:
     exist); a file you edited since keeps your edits and loses only TOMC's keys. The login
     entry goes once no activated agent needs it. Safe to run again.
     """
-    from .agents.activation import restore_direct
+    from .local.activation import restore_direct
 
     with _reported("restoring the direct configuration"):
         done = restore_direct(client, home=home)

@@ -24,17 +24,24 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from tomc.chat._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall, ToolOutput
-from tomc.chat._conversation import pairing_problems as _pairing
 from tomc.chat.dialects import (
+    ASSISTANT,
+    TOOL,
+    USER,
+    BaseDialect,
+    Entry,
     PassThrough,
+    ToolCall,
+    ToolOutput,
     Upstream,
     WireUsage,
+    canonical_digest,
     register_dialect,
     unregister_dialect,
+    whole_prompt_usage,
 )
-from tomc.chat.dialects._base import BaseDialect, canonical_digest
-from tomc.chat.dialects._wire import count, whole_prompt_usage
+from tomc.chat.dialects import pairing_problems as _pairing
+from tomc.chat.dialects import token_count as count
 
 __all__ = ["GEMINI", "GeminiLike", "from_chat", "gemini_path", "registered"]
 

@@ -24,11 +24,11 @@ import pytest
 
 from gateway_helpers import SERVE, free_port, gateway, isolated_env, wait_for
 from tomc._core.errors import GatewayError
-from tomc._gateway.agents.activation import activate, restore_direct
 from tomc._gateway.agents.claude_config import claude_activate, claude_deactivate
 from tomc._gateway.agents.codex_config import codex_activate, codex_deactivate
 from tomc._gateway.agents.journal import load_record
-from tomc._gateway.local.health import probe
+from tomc._gateway.health import probe
+from tomc._gateway.local.activation import activate, restore_direct
 from tomc._gateway.local.login import (
     launchd_plist,
     login_entry,
@@ -657,7 +657,7 @@ def test_codex_home_must_be_a_folder(env: dict[str, str], live_port: int) -> Non
 
 
 def test_health_probe_names_the_service_the_app_answers_with() -> None:
-    from tomc._gateway.local import health
+    from tomc._gateway import health
     from tomc._gateway.proxy import app
 
     assert health.SERVICE_NAME == app.SERVICE_NAME  # kept apart so probing loads no Starlette

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gateway_helpers import free_port, gateway, isolated_env
-from tomc._gateway.agents.activation import activate, restore_direct
+from tomc._gateway.local.activation import activate, restore_direct
 from tomc._gateway.settings import gateway_dir
 
 CONFIG = 'model = "gpt-5-codex"\n'
@@ -33,7 +33,7 @@ def replace(source, target):
     real_replace(source, target)
 
 os.replace = replace
-from tomc._gateway.agents.activation import activate
+from tomc._gateway.local.activation import activate
 activate(sys.argv[2], port=int(sys.argv[3]), home=sys.argv[4])
 """
 

@@ -24,7 +24,7 @@ from gateway_helpers import (
     wait_for,
 )
 from tomc._gateway.agents.limits import DEFAULT_TARGET_SHARE
-from tomc._gateway.local.health import probe
+from tomc._gateway.health import probe
 from tomc._gateway.local.launcher import plan_launch
 from tomc._gateway.local.leases import live_leases, read_run_gateway
 from tomc._gateway.settings import gateway_dir, load_settings

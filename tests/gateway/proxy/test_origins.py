@@ -16,7 +16,7 @@ from dialect_fixtures import claude_code_request
 from gateway_helpers import SERVE, free_port, serve_gateway, wait_for
 from raw_http import RawUpstream, json_answer
 from tomc._core.errors import InvalidOptionError
-from tomc._gateway.local.health import probe
+from tomc._gateway.health import probe
 from tomc._gateway.settings import GatewaySettings, load_settings, save_settings
 
 EVIL = "https://evil.example"

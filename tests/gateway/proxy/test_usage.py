@@ -11,7 +11,7 @@ import pytest
 import fake_wire as wire
 from chat.dialects.gemini_like import registered
 from fake_wire import Reply, Usage
-from tomc._gateway.proxy.relay import UsageSniffer
+from tomc._gateway.proxy.metering import UsageSniffer
 from tomc._gateway.proxy.usage import (
     ANTHROPIC,
     OPENAI,

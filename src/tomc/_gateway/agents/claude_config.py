@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._core.errors import GatewayError
-from ..local.health import loopback_port
+from ..health import loopback_port
 from .agent_config import ConfigEdit, ConfigRestore, KeyChange, user_home
 
 __all__ = [

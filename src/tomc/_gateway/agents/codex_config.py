@@ -24,7 +24,7 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import InlineTable
 
 from ..._core.errors import GatewayError
-from ..local.health import gateway_root, loopback_port
+from ..health import gateway_root, loopback_port
 from .agent_config import ConfigEdit, ConfigRestore, KeyChange, user_home
 
 __all__ = [

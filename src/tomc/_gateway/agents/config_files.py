@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..._core.errors import GatewayError, InvalidOptionError
-from ..local.health import gateway_root, loopback_port
+from ..health import gateway_root, loopback_port
 from ..settings import atomic_write
 from .agent_config import CLIENTS, ConfigEdit, ConfigRestore, KeyChange
 from .claude_config import (

@@ -69,10 +69,7 @@ __all__ = [
     "CODEX_CATALOG",
     "CODEX_DEFAULT_MODEL",
     "DEFAULT_TARGET_SHARE",
-    "OWN_PREFIX",
     "TARGET_FLOOR",
-    "TARGET_HEADER",
-    "THINKING_HEADER",
     "AgentLimit",
     "agent_defaults",
     "claude_code_limit",
@@ -82,13 +79,6 @@ __all__ = [
     "request_limit",
     "window_limit",
 ]
-
-#: Headers TOMC's own clients (``tomc run``) send to the gateway, which reads and removes them
-#: before forwarding: ``x-tomc-context-target: N|off[; source=agent]`` and
-#: ``x-tomc-thinking-prefix: passthrough|drop_block``.
-OWN_PREFIX = "x-tomc-"
-TARGET_HEADER = "x-tomc-context-target"
-THINKING_HEADER = "x-tomc-thinking-prefix"
 
 #: The share of the agent's own compaction threshold TOMC keeps each prompt under by default.
 #: One constant, to be tuned from measurements.

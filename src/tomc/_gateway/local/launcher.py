@@ -40,15 +40,10 @@ from ..agents.agent_config import CLIENTS, decode_config, read_config
 from ..agents.claude_config import BASE_URL_KEY, claude_base_url, claude_settings_path
 from ..agents.codex_config import codex_auth_mode, codex_config_path, codex_run_overrides
 from ..agents.journal import activated_clients
-from ..agents.limits import (
-    TARGET_HEADER,
-    THINKING_HEADER,
-    AgentLimit,
-    claude_code_limit,
-    codex_limit,
-)
+from ..agents.limits import AgentLimit, claude_code_limit, codex_limit
+from ..health import gateway_root, loopback_port, probe, wait_until_answering
+from ..proxy.options import TARGET_HEADER, THINKING_HEADER
 from ..settings import DEFAULT_UPSTREAMS, gateway_dir, load_settings, record_upstream
-from .health import gateway_root, loopback_port, probe, wait_until_answering
 from .leases import (
     clear_run_gateway,
     live_leases,

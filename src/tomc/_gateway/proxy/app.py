@@ -21,13 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import time
-from collections import Counter
-from collections.abc import AsyncIterator, Callable, Collection, Coroutine, Mapping
-from dataclasses import replace
+from collections.abc import AsyncIterator, Collection, Coroutine, Mapping
 from functools import partial
 from typing import Any
 
@@ -36,39 +33,27 @@ import httpx2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from ... import __version__
-from ...chat import AutomaticChatSession, Decision
-from ...chat.dialects import DIALECTS
 from ...web._app import LOOPBACK_HOSTS, HostCheck, inspector_routes
-from ..agents.limits import OWN_PREFIX, TARGET_HEADER, THINKING_HEADER, agent_defaults
-from ..settings import SETTINGS_FILE, GatewaySettings, gateway_dir, load_settings
+from ..agents.limits import agent_defaults
+from ..settings import GatewaySettings
 from .access import StatusAccess
-from .ledger import Ledger, LedgerEntry, UsageLedger, ledger_path
-from .options import SESSION_OPTIONS, RequestOptions, new_session
+from .exchange import read_exchange
+from .ledger import Ledger, UsageLedger, ledger_path
+from .live_settings import LiveSettings
+from .metering import Meter
+from .options import SESSION_OPTIONS, TARGET_HEADER, THINKING_HEADER, RequestOptions, new_session
 from .origins import OriginCheck
 from .redact import install_redaction
-from .relay import (
-    UsageSniffer,
-    client_gone,
-    error_response,
-    forward_headers,
-    relay,
-    upstream_client,
-)
-from .routing import (
-    api_for_path,
-    compaction_api,
-    conversation_key,
-    request_view,
-    route_request,
-    wire_body,
-)
-from .sessions import ConversationRecord, MemorySessionStore, SessionStore
+from .relay import client_gone, error_response, forward_headers, relay, upstream_client
+from .rewrite import MAX_REWRITE_BYTES, prepare
+from .routing import api_for_path
+from .sessions import MemorySessionStore, SessionStore
 from .status_page import render_status_page
-from .store import Checkout, Conversations, StoreURL, open_conversations, store_url
+from .store import Conversations, StoreURL, open_conversations, store_url
 from .store.memory import LocalConversations
 
 __all__ = [
@@ -87,16 +72,19 @@ logger = logging.getLogger("tomc.gateway")
 
 #: What ``GET /healthz`` names, so a launcher can tell this gateway from another program.
 SERVICE_NAME = "tomc-gateway"
-#: Largest request body the gateway reads to rewrite (a bigger one is forwarded untouched).
-MAX_REWRITE_BYTES = 64 * 1024 * 1024
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
 class Gateway:
-    """The proxy's state: settings, the upstream HTTP client and the conversation store.
+    """The proxy's state, and the wiring of one request: read it into an exchange
+    (:mod:`.exchange`), prepare its body (:mod:`.rewrite`), relay it (:mod:`.relay`) and meter
+    it (:mod:`.metering`).
 
-    ``session_store`` is a ``--session-store`` URL (default: this process's memory, where
-    ``store`` may be given); ``conversations`` replaces the store altogether.
+    ``store`` keeps this process's conversations (default: a new in-memory one);
+    ``session_store`` is a ``--session-store`` URL naming a shared store instead. With a
+    ``home``, upstreams saved there later are picked up while it runs, except the ``pinned``
+    (command-line) options; the usage ledger is kept there too (in the shared store when there
+    is one).
     """
 
     def __init__(
@@ -105,31 +93,23 @@ class Gateway:
         *,
         store: SessionStore | None = None,
         session_store: str | StoreURL | None = None,
-        conversations: Conversations | None = None,
-        session_factory: Callable[[], AutomaticChatSession] | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
         timeout: httpx2.Timeout | None = None,
         home: str | os.PathLike[str] | None = None,
         ledger: Ledger | None = None,
         pinned: Mapping[str, Any] | None = None,
     ) -> None:
-        self.settings = settings
-        # Options given on the command line win over the settings file, also after a reload.
-        self._pinned = dict(pinned or {})
-        # With a home, upstreams recorded there later (`tomc gateway activate`) take effect
-        # without a restart: the settings file is checked at most once a second.
-        self._settings_file = gateway_dir(home) / SETTINGS_FILE if home is not None else None
-        self._settings_stamp = self._stamp()
-        self._checked_at = 0.0
-        factory = session_factory or new_session
+        self._settings = LiveSettings(settings, home, pinned)
         url = session_store if isinstance(session_store, StoreURL) else store_url(session_store)
         #: This process's sessions (``None`` with a shared store).
         self.store: SessionStore | None = None
-        if conversations is None and url.scheme == "memory":
+        self.conversations: Conversations
+        if url.scheme == "memory":
             # A store has a length, so an empty one is false: compare with None.
-            self.store = store if store is not None else MemorySessionStore(factory)
-            conversations = LocalConversations(self.store, url)
-        self.conversations = conversations or open_conversations(url, factory)
+            self.store = store if store is not None else MemorySessionStore(new_session)
+            self.conversations = LocalConversations(self.store, url)
+        else:
+            self.conversations = open_conversations(url, new_session)
         # What went through: in a shared store, summed over every process, when there is one;
         # else kept across restarts in <home>/gateway/usage.sqlite3 (in memory without a home).
         self.ledger: Ledger = ledger or self._open_ledger(home)
@@ -141,6 +121,15 @@ class Gateway:
         self.started = time.monotonic()
         self.requests = 0
         self.passthrough_paths = 0
+
+    @property
+    def settings(self) -> GatewaySettings:
+        """The settings in force (see :meth:`refresh_settings`)."""
+        return self._settings.current
+
+    def refresh_settings(self) -> None:
+        """Pick up upstreams (and other settings) saved since the gateway started."""
+        self._settings.refresh()
 
     def _open_ledger(self, home: str | os.PathLike[str] | None) -> Ledger:
         opener = getattr(self.conversations, "open_ledger", None)
@@ -167,215 +156,35 @@ class Gateway:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _count(self, **figures: int) -> None:
-        """Figures outside a conversation: summed in a shared store, kept here otherwise."""
-        if self.conversations.shared:
-            self._spawn(self.conversations.count(Counter(figures)))
-
-    # ---------------------------------------------------------------- settings
-
-    def _stamp(self) -> int | None:
-        if self._settings_file is None:
-            return None
-        try:
-            return self._settings_file.stat().st_mtime_ns
-        except OSError:
-            return None
-
-    def refresh_settings(self) -> None:
-        """Pick up upstreams (and other settings) saved since the gateway started."""
-        now = time.monotonic()
-        if self._settings_file is None or now - self._checked_at < 1.0:
-            return
-        self._checked_at = now
-        stamp = self._stamp()
-        if stamp == self._settings_stamp:
-            return
-        self._settings_stamp = stamp
-        try:
-            fresh = load_settings(self._settings_file.parent.parent)
-        except Exception as exc:  # keep serving with what worked
-            logger.warning("gateway settings not reloaded: %s", exc)
-            return
-        self.settings = replace(fresh, **{**self._pinned, "port": self.settings.port})
-        logger.info("gateway settings reloaded: upstreams %s", dict(self.settings.upstreams))
-
-    # ---------------------------------------------------------------- proxying
-
     async def proxy(self, request: Request) -> Response:
+        """Answer one request: rewritten when TOMC can help, else forwarded unchanged."""
         self.requests += 1
-        self.refresh_settings()
+        settings = self._settings.refresh()
         assert self.client is not None, "the gateway's lifespan has not started"
-        path = request.url.path
-        # TOMC's own per-request options (x-tomc-*) are read here and never forwarded.
-        items = [(n, v) for n, v in request.headers.items() if not n.lower().startswith(OWN_PREFIX)]
-        headers = {name.lower(): value for name, value in request.headers.items()}
-        options = RequestOptions.from_headers(headers)
-        headers = {
-            name: value for name, value in headers.items() if not name.startswith(OWN_PREFIX)
-        }
-        route = route_request(path, request.url.query, headers, self.settings)
-        body = await request.body()
-        prepared_body, add, checkout = body, {}, None
-        api = route.api if request.method == "POST" else None
-        if api is not None:
-            prepared_body, add, checkout = await self._rewrite(api, headers, body, options, path)
-        else:
+        exchange = await read_exchange(request, settings)
+        rewrite, checkout = await prepare(exchange, self.conversations, settings)
+        if exchange.dialect is None:
             self.passthrough_paths += 1
-            self._count(passthrough_paths=1)
-        conversation = checkout.conversation if checkout is not None else None
-        if api is not None and conversation is None:
-            self._count(unprepared=1)
-        # Read now: _rewrite recorded it and nothing ran since (no await in between).
-        decision = conversation.last_decision if conversation is not None else None
-        sniffer = UsageSniffer(api, DIALECTS[api].prompt_tokens) if api is not None else None
-        compact_api = compaction_api(path) if request.method == "POST" else None
-        finished = False
-
-        def done(prompt_tokens: int | None, status: int) -> None:
-            nonlocal finished
-            finished = True
-            if conversation is not None and prompt_tokens is not None and status < 400:
-                conversation.session.observe_usage(prompt_tokens)
-                checkout.changed()
-            self._record_usage(api, conversation, decision, sniffer, status)
-            if checkout is not None:  # saved and released once the answer is out
-                self._spawn(self._hand_back(checkout, conversation))
-            if compact_api is not None and status < 400:
-                self._spawn(self._note_compaction(compact_api, headers, body, path))
-
+        meter = Meter(
+            exchange,
+            checkout,
+            ledger=self.ledger,
+            conversations=self.conversations,
+            spawn=self._spawn,
+        )
         response = await relay(
             self.client,
-            method=request.method,
-            url=route.url,
-            headers=forward_headers(items, add),
-            body=prepared_body,
-            api=route.api,
-            sniffer=sniffer,
-            on_done=done,
+            method=exchange.method,
+            url=exchange.url,
+            headers=forward_headers(exchange.items, rewrite.headers),
+            body=rewrite.body,
+            api=exchange.api,
+            sniffer=meter.sniffer,
+            on_done=meter.done,
             disconnected=partial(client_gone, request.receive),
         )
-        if checkout is not None and not finished and not isinstance(response, StreamingResponse):
-            self._spawn(checkout.finish())  # the upstream was not reached: hand it back now
+        meter.relayed(response)
         return response
-
-    async def _rewrite(
-        self,
-        api: str,
-        headers: dict[str, str],
-        body: bytes,
-        options: RequestOptions | None = None,
-        path: str = "",
-    ) -> tuple[bytes, dict[str, str], Checkout | None]:
-        """The body to send, headers to add, and the conversation checked out for it; the
-        original body on any failure."""
-        if headers.get("content-encoding", "identity") != "identity":
-            logger.info("forwarding a %s request unchanged: its body is compressed", api)
-            return body, {}, None
-        if len(body) > MAX_REWRITE_BYTES:
-            logger.info("forwarding a %s request unchanged: body over %d bytes", api, len(body))
-            return body, {}, None
-        try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
-            logger.info("forwarding a %s request unchanged: its body is not JSON", api)
-            return body, {}, None
-        if not isinstance(data, dict):
-            return body, {}, None
-        options = options or RequestOptions()
-        checkout = conversation = None
-        try:
-            view = request_view(api, path, data)  # with the model, also when the URL names it
-            target, source = options.context_target(self.settings, api, headers, view)
-            checkout = await self.conversations.checkout(conversation_key(api, headers, view), api)
-            conversation = checkout.conversation
-            if conversation is None:
-                logger.info("forwarding a %s request unchanged: session store unavailable", api)
-                return body, {}, checkout
-            conversation.target_source = source
-            prepared = await anyio.to_thread.run_sync(
-                partial(
-                    conversation.session.prepare_request,
-                    view,
-                    api=api,
-                    context_target=target,
-                    thinking_prefix=options.thinking_prefix or self.settings.thinking_prefix,
-                    cache_ttl_s=self.settings.cache_ttl_s,
-                )
-            )
-        except Exception as exc:  # fail open: the agent's request must go out as it came
-            logger.warning(
-                "forwarding a %s request unchanged: TOMC failed (%s: %s)",
-                api,
-                type(exc).__name__,
-                exc,
-                exc_info=True,
-            )
-            if conversation is not None:
-                conversation.record(None, time.monotonic())
-                checkout.changed()
-            return body, {}, checkout
-        decision = prepared.decision
-        conversation.record(decision, time.monotonic())
-        checkout.changed()
-        logger.info(
-            "%s %s: %s (%s -> %s tokens)",
-            api,
-            decision.action,
-            decision.code,
-            decision.tokens_before,
-            decision.tokens_after,
-        )
-        if prepared.body is view:
-            return body, {}, checkout
-        sent = wire_body(data, view, prepared.body)
-        encoded = json.dumps(sent, ensure_ascii=False, separators=(",", ":"))
-        return encoded.encode("utf-8", "surrogatepass"), dict(prepared.headers), checkout
-
-    def _record_usage(
-        self,
-        api: str | None,
-        conversation: ConversationRecord | None,
-        decision: Decision | None,
-        sniffer: UsageSniffer | None,
-        status: int,
-    ) -> None:
-        """Hand a finished request's figures to the ledger (never fails the request)."""
-        if api is None and status < 400:
-            return  # a path only forwarded counts only when the upstream refused it
-        try:
-            usage = sniffer.usage if sniffer is not None and status < 400 else None
-            key = conversation.key if conversation is not None else ""
-            if usage is not None and conversation is not None:  # the request's account
-                conversation.note_usage(usage)
-            self.ledger.record(LedgerEntry.of_request(api or "", key, status, decision, usage))
-        except Exception as exc:  # only bookkeeping
-            logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
-
-    async def _hand_back(self, checkout: Checkout, conversation: ConversationRecord | None) -> None:
-        """Release the conversation once the ledger holds its request: a shared ledger's next
-        direct estimate of it, in whichever process, starts from this one."""
-        if conversation is not None:
-            try:
-                await self.ledger.written(conversation.key)
-            except Exception as exc:  # only bookkeeping: the lease must go back regardless
-                logger.warning("usage ledger not awaited (%s: %s)", type(exc).__name__, exc)
-        await checkout.finish()
-
-    async def _note_compaction(
-        self, api: str, headers: dict[str, str], body: bytes, path: str
-    ) -> None:
-        """The agent compacted through its own endpoint: its session cools down as after a
-        native compaction."""
-        try:
-            view = request_view(api, path, json.loads(body))
-            checkout = await self.conversations.checkout(conversation_key(api, headers, view), api)
-        except Exception:  # only bookkeeping: never fail the request for it
-            return
-        if checkout.conversation is not None:
-            checkout.conversation.session.note_compaction(f"{api} compact endpoint")
-            checkout.changed()
-        await checkout.finish()
 
     # ---------------------------------------------------------------- status
 

@@ -13,16 +13,31 @@ from typing import Any
 
 from ...chat import AutomaticChatSession, SessionOptions
 from ...chat._options import THINKING_PREFIX
-from ..agents.limits import TARGET_HEADER, THINKING_HEADER, request_limit
+from ..agents.limits import request_limit
 from ..settings import TARGET_OFF, GatewaySettings, parse_context_target
 
-__all__ = ["SESSION_OPTIONS", "RequestOptions", "new_session", "warm_up"]
+__all__ = [
+    "OWN_PREFIX",
+    "SESSION_OPTIONS",
+    "TARGET_HEADER",
+    "THINKING_HEADER",
+    "RequestOptions",
+    "new_session",
+    "warm_up",
+]
 
 logger = logging.getLogger("tomc.gateway")
 
+#: Headers TOMC's own clients (``tomc run``) send to the gateway, which reads and removes them
+#: before forwarding: ``x-tomc-context-target: N|off[; source=agent]`` and
+#: ``x-tomc-thinking-prefix: passthrough|drop_block``.
+OWN_PREFIX = "x-tomc-"
+TARGET_HEADER = "x-tomc-context-target"
+THINKING_HEADER = "x-tomc-thinking-prefix"
+
 #: Every conversation's session options. The target and the thinking prefix are applied per
-#: request (see ``Gateway._rewrite``), so that settings saved while the gateway runs reach
-#: running conversations too. An agent's recent steps may be shortened to the latest turn when
+#: request (:mod:`tomc._gateway.proxy.rewrite`), so that settings saved while the gateway runs
+#: reach running conversations too. An agent's recent steps may be shortened to the latest turn when
 #: its tool outputs are big: otherwise each request right after a build would rebuild (a cache
 #: miss each).
 SESSION_OPTIONS = SessionOptions(min_recent_messages=0)

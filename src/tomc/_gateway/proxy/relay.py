@@ -13,11 +13,9 @@ away cancels the upstream request, before its answer began or mid-stream.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Any
 
 import anyio
 import httpx2
@@ -26,12 +24,12 @@ from starlette.types import Receive, Scope, Send
 
 from ...chat._client import join_headers
 from ...chat.dialects import DEFAULT_DIALECT, DIALECTS
-from .usage import ProviderUsage, StreamUsage, usage_from_json
+from .metering import UsageSniffer
+from .usage import MAX_SNIFF_BYTES
 
 __all__ = [
     "HOP_BY_HOP",
     "UPSTREAM_LIMITS",
-    "UsageSniffer",
     "client_gone",
     "error_response",
     "forward_headers",
@@ -88,8 +86,6 @@ HOP_BY_HOP = frozenset(
         "content-length",
     }
 )
-# How much of a non-streaming answer is kept to read its usage (the body is relayed anyway).
-_MAX_SNIFF_BYTES = 8 * 1024 * 1024
 
 
 def _connection_listed(headers: Iterable[tuple[str, str]]) -> set[str]:
@@ -124,84 +120,6 @@ def error_response(api: str | None, status: int, message: str, kind: str) -> Res
     error body (the default format's for a path no format serves)."""
     dialect = DIALECTS.get(api or DEFAULT_DIALECT) or DIALECTS[DEFAULT_DIALECT]
     return JSONResponse(dialect.error_body(status, message, kind), status_code=status)
-
-
-class UsageSniffer:
-    """Reads the prompt size a response reports while it is relayed, without holding it back.
-
-    Streams: the first event whose usage gives the prompt's size, as the format reads its
-    events (Anthropic's ``message_start``, the Responses ``response.completed``, a Chat
-    Completions chunk's ``usage``). A JSON answer is read whole (up to a limit) once it has been
-    relayed, with ``prompt_tokens`` (the format's own reader by default). Compressed answers are
-    not read.
-
-    Beside that prompt size (what :meth:`finish` returns, for the session), :attr:`usage` is the
-    full usage of the answer (:class:`~tomc._gateway.proxy.usage.ProviderUsage`: cache reads and
-    writes, output, dropped thinking), read to the end of a stream, for the usage ledger.
-    """
-
-    def __init__(
-        self, api: str | None, prompt_tokens: Callable[[Any], int | None] | None = None
-    ) -> None:
-        self.api = api
-        dialect = DIALECTS.get(api) if api is not None else None
-        if prompt_tokens is None and dialect is not None:
-            prompt_tokens = dialect.prompt_tokens
-        self._prompt_tokens = prompt_tokens or (lambda answer: None)
-        # Lines without these are no usage event: they are not parsed.
-        self._marks = dialect.usage_marks if dialect is not None else ()
-        self._pending = b""
-        self._json = bytearray()
-        self._stream = StreamUsage(api)
-        self._whole: ProviderUsage | None = None
-        self.streaming = False
-        self.found: int | None = None
-
-    @property
-    def usage(self) -> ProviderUsage | None:
-        """The answer's full usage, once :meth:`finish` ran (``None`` when none was read)."""
-        return self._stream.result() if self.streaming else self._whole
-
-    def feed(self, chunk: bytes) -> None:
-        if self.found is not None and (not self.streaming or self._stream.complete):
-            return
-        if not self.streaming:
-            if len(self._json) + len(chunk) <= _MAX_SNIFF_BYTES:
-                self._json.extend(chunk)
-            return
-        self._pending += chunk
-        *lines, self._pending = self._pending.split(b"\n")
-        if len(self._pending) > _MAX_SNIFF_BYTES:
-            self._pending = b""
-        for line in lines:
-            if line.startswith(b"data:") and any(mark in line for mark in self._marks):
-                self._event(line[5:].strip())
-
-    def _event(self, data: bytes) -> None:
-        try:
-            event = json.loads(data)
-        except ValueError:
-            return
-        if not isinstance(event, dict):
-            return
-        self._stream.event(event)
-        if self.found is None:
-            self.found = self._stream.prompt_tokens
-
-    def finish(self) -> int | None:
-        if self.found is None and not self.streaming and self._json:
-            try:
-                data = json.loads(self._json)
-            except ValueError:
-                return None
-            self._json = bytearray()
-            if self.api is not None:
-                self._whole = usage_from_json(self.api, data)
-            try:
-                self.found = self._prompt_tokens(data)
-            except (ValueError, TypeError, AttributeError):
-                return None
-        return self.found
 
 
 async def relay(
@@ -324,13 +242,13 @@ async def _read_head(
     chunks: AsyncIterator[bytes], sniffer: UsageSniffer, head: list[bytes]
 ) -> None:
     """Read a whole answer into ``head`` (feeding ``sniffer``), or its first
-    ``_MAX_SNIFF_BYTES``; the rest, if any, is relayed as it comes."""
+    ``MAX_SNIFF_BYTES``; the rest, if any, is relayed as it comes."""
     size = 0
     async for chunk in chunks:
         sniffer.feed(chunk)
         head.append(chunk)
         size += len(chunk)
-        if size > _MAX_SNIFF_BYTES:
+        if size > MAX_SNIFF_BYTES:
             return
 
 

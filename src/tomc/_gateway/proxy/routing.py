@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...chat.dialects import DEFAULT_DIALECT, DIALECTS, Dialect
@@ -30,7 +30,10 @@ __all__ = [
     "UpstreamRoute",
     "api_for_path",
     "compaction_api",
+    "compaction_dialect",
     "conversation_key",
+    "conversation_of",
+    "dialect_for_path",
     "request_view",
     "route_request",
     "wire_body",
@@ -39,21 +42,39 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class UpstreamRoute:
-    """Where one request goes: the upstream kind, the full URL, and the dialect if rewritten."""
+    """Where one request goes: the upstream kind, the full URL, and the dialect if rewritten
+    (``api`` is its name)."""
 
     kind: str
     url: str
     api: str | None
+    dialect: Dialect | None = field(default=None, compare=False, repr=False)
+
+
+def _dialect(api: str | Dialect) -> Dialect:
+    return DIALECTS[api] if isinstance(api, str) else api
+
+
+def dialect_for_path(path: str) -> Dialect | None:
+    """The format a ``POST`` to ``path`` carries (one the gateway may rewrite), else ``None``."""
+    return next((dialect for dialect in DIALECTS.values() if dialect.serves(path)), None)
 
 
 def api_for_path(path: str) -> str | None:
-    """The format a ``POST`` to ``path`` carries (one the gateway may rewrite), else ``None``."""
-    return next((name for name, dialect in DIALECTS.items() if dialect.serves(path)), None)
+    """The name of :func:`dialect_for_path`'s format, else ``None``."""
+    dialect = dialect_for_path(path)
+    return dialect.name if dialect is not None else None
+
+
+def compaction_dialect(path: str) -> Dialect | None:
+    """The format whose own compaction endpoint ``path`` is (``/v1/responses/compact``)."""
+    return next((dialect for dialect in DIALECTS.values() if dialect.compacts(path)), None)
 
 
 def compaction_api(path: str) -> str | None:
-    """The format whose own compaction endpoint ``path`` is (``/v1/responses/compact``)."""
-    return next((name for name, dialect in DIALECTS.items() if dialect.compacts(path)), None)
+    """The name of :func:`compaction_dialect`'s format, else ``None``."""
+    dialect = compaction_dialect(path)
+    return dialect.name if dialect is not None else None
 
 
 def _owner(path: str, headers: Mapping[str, str]) -> Dialect:
@@ -70,19 +91,19 @@ def route_request(
     ``headers`` are lower-cased names. The upstream's base URL replaces the part of the path it
     carries itself (OpenAI's ``/v1``; Anthropic's base URL has none).
     """
-    api = api_for_path(path)
-    dialect = DIALECTS[api] if api is not None else _owner(path, headers)
-    upstream = dialect.upstream(headers)
+    served = dialect_for_path(path)
+    upstream = (served or _owner(path, headers)).upstream(headers)
     url = upstream.join(settings.upstream(upstream.kind), path)
     if query:
         url = f"{url}?{query}"
-    return UpstreamRoute(upstream.kind, url, api)
+    return UpstreamRoute(upstream.kind, url, served.name if served else None, served)
 
 
-def request_view(api: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+def request_view(api: str | Dialect, path: str, body: dict[str, Any]) -> dict[str, Any]:
     """The body as the session reads it: the session (like the SDK calls) reads the model from
-    the request, so a model the format carries in the URL joins the body as ``model``."""
-    model = DIALECTS[api].model_of(path, body)
+    the request, so a model the format carries in the URL joins the body as ``model``. ``api``
+    is the format (or its name)."""
+    model = _dialect(api).model_of(path, body)
     if model is None or "model" in body:
         return body
     return {**body, "model": model}
@@ -103,12 +124,23 @@ def _hash(*parts: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def conversation_key(api: str, headers: Mapping[str, str], body: Mapping[str, Any]) -> str:
+def conversation_key(
+    api: str | Dialect, headers: Mapping[str, str], body: Mapping[str, Any]
+) -> str:
     """A stable key for the conversation a request belongs to (see the module docstring), with
     the model: a side request to a small model under the same session is another conversation.
-    ``body`` is the :func:`request_view`, which names the model."""
-    dialect = DIALECTS[api]
+    ``api`` is the format (or its name); ``body`` the :func:`request_view`, which names the
+    model."""
+    dialect = _dialect(api)
     name = dialect.conversation_hint(headers, body)
     if name is None:
-        name = f"{api}:" + _hash(*dialect.conversation_seed(body))
+        name = f"{dialect.name}:" + _hash(*dialect.conversation_seed(body))
     return f"{name}|{body.get('model')}"
+
+
+def conversation_of(
+    dialect: Dialect, path: str, headers: Mapping[str, str], body: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """A request's :func:`request_view` and :func:`conversation_key`, together."""
+    view = request_view(dialect, path, body)
+    return view, conversation_key(dialect, headers, view)

@@ -31,6 +31,7 @@ __all__ = [
     "CACHE_READ_RATE",
     "CACHE_TTL_S",
     "CACHE_WRITE_RATE",
+    "MAX_SNIFF_BYTES",
     "OPENAI",
     "OPENAI_CACHE_MIN",
     "OPENAI_CACHE_STEP",
@@ -56,6 +57,8 @@ CACHE_TTL_S = 300.0
 #: OpenAI caches prompts from 1,024 tokens, in steps of 128 tokens.
 OPENAI_CACHE_MIN = 1024
 OPENAI_CACHE_STEP = 128
+#: How much of a non-streaming answer is kept to read its usage (the body is relayed anyway).
+MAX_SNIFF_BYTES = 8 * 1024 * 1024
 
 
 def billing_of(api: str) -> str:

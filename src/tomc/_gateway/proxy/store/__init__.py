@@ -2,16 +2,16 @@
 
 Each kind is one module of this package that names its URL schemes in ``SCHEMES`` and opens
 itself with ``open_conversations(url, factory)``: ``memory`` (this process) and ``redis``
-(Redis or Valkey). Adding a kind is adding a module. See :mod:`.base` for the URL's options.
+(Redis or Valkey; the client library is imported only when such a store is opened). Adding a
+kind is adding a module and naming it in :data:`KINDS` (explicitly, so that the import graph,
+and the structure tests that guard it, see it). See :mod:`.base` for the URL's options.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from functools import cache
 from types import ModuleType
 
+from . import memory, redis
 from .base import (
     Checkout,
     Conversations,
@@ -24,6 +24,7 @@ from .base import (
 
 __all__ = [
     "DEFAULT_STORE",
+    "KINDS",
     "Checkout",
     "Conversations",
     "StoreOptions",
@@ -35,17 +36,13 @@ __all__ = [
 ]
 
 DEFAULT_STORE = "memory"
+#: Every kind module, each naming its URL schemes in ``SCHEMES``.
+KINDS: tuple[ModuleType, ...] = (memory, redis)
 
 
-@cache
 def store_kinds() -> dict[str, ModuleType]:
-    """URL scheme -> the kind module that serves it (every module here naming ``SCHEMES``)."""
-    kinds: dict[str, ModuleType] = {}
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for scheme in getattr(module, "SCHEMES", ()):
-            kinds[scheme] = module
-    return kinds
+    """URL scheme -> the kind module that serves it."""
+    return {scheme: kind for kind in KINDS for scheme in kind.SCHEMES}
 
 
 def store_url(text: str | None) -> StoreURL:

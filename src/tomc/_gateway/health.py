@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..._core.errors import GatewayError
+from .._core.errors import GatewayError
 
 __all__ = [
     "LOOPBACK",

@@ -29,14 +29,10 @@ from pathlib import Path
 
 from ..._core.errors import GatewayError, InvalidOptionError
 from ..._home import default_home
-from ..local.health import gateway_root, probe, wait_until_answering
-from ..local.leases import RUN_GATEWAY_FILE, live_leases, read_run_gateway, run_lock, stop_gateway
-from ..local.login import CommandRunner, install_login_entry, login_entry, remove_login_entry
-from ..settings import atomic_write, gateway_dir, load_settings, record_upstream, save_settings
-from .agent_config import CLIENTS, ConfigEdit, decode_config, read_config
-from .claude_config import claude_deactivate
-from .codex_config import codex_deactivate
-from .config_files import (
+from ..agents.agent_config import CLIENTS, ConfigEdit, decode_config, read_config
+from ..agents.claude_config import claude_deactivate
+from ..agents.codex_config import codex_deactivate
+from ..agents.config_files import (
     ConfigWriter,
     check_client,
     check_codex_home,
@@ -53,7 +49,7 @@ from .config_files import (
     undo_keys,
     write_file,
 )
-from .journal import (
+from ..agents.journal import (
     ActivationRecord,
     activated_clients,
     backup_path,
@@ -62,7 +58,11 @@ from .journal import (
     save_record,
     sha256,
 )
-from .leftovers import leftover_places, remove_leftovers
+from ..agents.leftovers import leftover_places, remove_leftovers
+from ..health import gateway_root, probe, wait_until_answering
+from ..settings import atomic_write, gateway_dir, load_settings, record_upstream, save_settings
+from .leases import RUN_GATEWAY_FILE, live_leases, read_run_gateway, run_lock, stop_gateway
+from .login import CommandRunner, install_login_entry, login_entry, remove_login_entry
 
 __all__ = ["ConfigWriter", "activate", "restore_direct"]
 
@@ -126,7 +126,7 @@ def activate(
 
     # Everything above only read; from here on things change.
     if login and runner is None:
-        from ..local.login import run_command
+        from .login import run_command
 
         runner = run_command
     start = _LoginStart(runner, platform, environ, start_timeout_s) if login else None
@@ -389,7 +389,7 @@ def restore_direct(
         done += _restore_one(folder, name, environ, port)
         done += remove_leftovers(folder, name, *places)
     if runner is None:
-        from ..local.login import run_command
+        from .login import run_command
 
         runner = run_command
     done += remove_login_entry(
