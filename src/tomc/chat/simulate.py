@@ -28,13 +28,14 @@ from ._session import AutomaticChatSession
 from ._workloads import Workload, agent_workload, locomo_workloads
 from .dialects._base import as_mapping
 from .dialects._chat_completions import ChatCompletions
+from .dialects._pricing import ANTHROPIC_BILLING, OPENAI_BILLING
 
 __all__ = ["POLICIES", "PolicyResult", "SimulationReport", "default_workloads", "simulate"]
 
 POLICIES = ("full", "stable", "cadence-2", "cadence-1")
-MIN_PREFIX, OPENAI_STEP = 1024, 128
+MIN_PREFIX, OPENAI_STEP = OPENAI_BILLING.min_prefix, OPENAI_BILLING.step
 MEMORY_MARK = "[TOMC memory"
-CACHED_READ, ANTHROPIC_WRITE = 0.1, 1.25
+CACHED_READ, ANTHROPIC_WRITE = OPENAI_BILLING.read, ANTHROPIC_BILLING.write
 #: The simulated clock: one request every ten seconds, so no cache expires in a replay and the
 #: same workload always decides the same.
 _START, _GAP_S = 1_800_000_000.0, 10.0

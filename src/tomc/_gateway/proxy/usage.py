@@ -24,7 +24,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...chat.dialects import DIALECTS, WireUsage
+from ...chat.dialects import (
+    ANTHROPIC_BILLING,
+    DIALECTS,
+    OPENAI_BILLING,
+    WireUsage,
+    billing_rules,
+)
 
 __all__ = [
     "ANTHROPIC",
@@ -45,18 +51,19 @@ __all__ = [
     "usage_from_json",
 ]
 
-#: Billing families: Anthropic (cache writes and reads priced apart) and OpenAI (reads only).
-ANTHROPIC = "anthropic"
-OPENAI = "openai"
+#: Billing families: Anthropic (cache writes and reads priced apart) and OpenAI (reads only);
+#: their rules are the dialects' (:class:`~tomc.chat.dialects.CacheBilling`).
+ANTHROPIC = ANTHROPIC_BILLING.family
+OPENAI = OPENAI_BILLING.family
 #: Anthropic's price of a (5-minute) cache write, and both providers' price of a cache read,
 #: relative to an uncached input token.
-CACHE_WRITE_RATE = 1.25
-CACHE_READ_RATE = 0.1
+CACHE_WRITE_RATE = ANTHROPIC_BILLING.write
+CACHE_READ_RATE = ANTHROPIC_BILLING.read
 #: How long a cached prefix is assumed to live (Anthropic's default TTL; OpenAI's is similar).
 CACHE_TTL_S = 300.0
 #: OpenAI caches prompts from 1,024 tokens, in steps of 128 tokens.
-OPENAI_CACHE_MIN = 1024
-OPENAI_CACHE_STEP = 128
+OPENAI_CACHE_MIN = OPENAI_BILLING.min_prefix
+OPENAI_CACHE_STEP = OPENAI_BILLING.step
 #: How much of a non-streaming answer is kept to read its usage (the body is relayed anyway).
 MAX_SNIFF_BYTES = 8 * 1024 * 1024
 
@@ -116,13 +123,10 @@ def billed_input(usage: ProviderUsage) -> float:
     - OpenAI: ``(input - cached) + 0.1 x cached`` (writes cost nothing extra).
     """
     read = usage.cache_read_tokens
-    if usage.billing == ANTHROPIC:
-        return (
-            usage.uncached_tokens
-            + CACHE_WRITE_RATE * usage.cache_write_tokens
-            + (CACHE_READ_RATE * read)
-        )
-    return max(0, usage.prompt_tokens - read) + CACHE_READ_RATE * read
+    rules = billing_rules(usage.billing)
+    if rules.write is not None:  # writes told apart
+        return usage.uncached_tokens + rules.write * usage.cache_write_tokens + rules.read * read
+    return max(0, usage.prompt_tokens - read) + rules.read * read
 
 
 # ---------------------------------------------------------------------- reading
@@ -231,10 +235,11 @@ def estimate_direct(
         and 0 <= seconds_since_previous <= CACHE_TTL_S
     )
     cached = min(float(previous_prompt or 0.0), prompt) if fresh else 0.0
-    if usage.billing == ANTHROPIC:
-        rest_rate = CACHE_WRITE_RATE if caching_seen else 1.0
-        return DirectEstimate(prompt, CACHE_READ_RATE * cached + rest_rate * (prompt - cached))
-    if cached < OPENAI_CACHE_MIN:
+    rules = billing_rules(usage.billing)
+    if rules.write is not None:  # writes told apart
+        rest_rate = rules.write if caching_seen else 1.0
+        return DirectEstimate(prompt, rules.read * cached + rest_rate * (prompt - cached))
+    if cached < rules.min_prefix:
         cached = 0.0
-    cached = math.floor(cached / OPENAI_CACHE_STEP) * OPENAI_CACHE_STEP
-    return DirectEstimate(prompt, (prompt - cached) + CACHE_READ_RATE * cached)
+    cached = math.floor(cached / rules.step) * rules.step
+    return DirectEstimate(prompt, (prompt - cached) + rules.read * cached)

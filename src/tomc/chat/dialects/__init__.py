@@ -30,10 +30,11 @@ from .._conversation import (
     pairing_problems,
 )
 from ._base import BaseDialect, Dialect, PassThrough, canonical_digest
-from ._pricing import CachePricing
+from ._pricing import ANTHROPIC_BILLING, OPENAI_BILLING, CacheBilling, CachePricing
 from ._registry import (
     DEFAULT_DIALECT,
     DIALECTS,
+    billing_rules,
     dialect_for,
     guess_dialects,
     register_dialect,
@@ -43,15 +44,18 @@ from ._wire import Upstream, WireUsage, whole_prompt_usage
 from ._wire import count as token_count
 
 __all__ = [
+    "ANTHROPIC_BILLING",
     "ASSISTANT",
     "COMPACTION",
     "DEFAULT_DIALECT",
     "DIALECTS",
     "INSTRUCTION",
+    "OPENAI_BILLING",
     "REASONING",
     "TOOL",
     "USER",
     "BaseDialect",
+    "CacheBilling",
     "CachePricing",
     "Dialect",
     "Entry",
@@ -60,6 +64,7 @@ __all__ = [
     "ToolOutput",
     "Upstream",
     "WireUsage",
+    "billing_rules",
     "canonical_digest",
     "dialect_for",
     "guess_dialects",

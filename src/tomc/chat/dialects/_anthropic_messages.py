@@ -35,7 +35,7 @@ from .._conversation import (
 )
 from .._injected import split_parts
 from ._base import BaseDialect, PassThrough, as_mapping, canonical_digest
-from ._pricing import CachePricing, anthropic_pricing
+from ._pricing import ANTHROPIC_BILLING, CacheBilling, CachePricing, anthropic_pricing
 from ._wire import Upstream, WireUsage, count, first_user_content
 
 __all__ = ["ANTHROPIC", "BINDING_BETA", "AnthropicMessages", "is_compaction_request"]
@@ -172,7 +172,7 @@ class AnthropicMessages(BaseDialect):
     method_name: ClassVar[str] = "messages.create"
     paths: ClassVar[tuple[str, ...]] = ("/v1/messages",)
     upstreams: ClassVar[tuple[Upstream, ...]] = (ANTHROPIC,)
-    billing: ClassVar[str] = "anthropic"
+    cache_billing: ClassVar[CacheBilling] = ANTHROPIC_BILLING
     usage_marks: ClassVar[tuple[bytes, ...]] = (b"usage", b"input_transformations")
 
     def cache_pricing(self, request: Mapping[str, Any]) -> CachePricing:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from .._conversation import Entry, pairing_problems
-from ._pricing import DEFAULT_PRICING, CachePricing
+from ._pricing import DEFAULT_PRICING, OPENAI_BILLING, CacheBilling, CachePricing
 from ._wire import Upstream, WireUsage
 
 __all__ = [
@@ -155,9 +155,13 @@ class Dialect(Protocol):
 
     #: The endpoints its requests go to; :meth:`upstream` picks one (the first by default).
     upstreams: ClassVar[tuple[Upstream, ...]]
-    #: How its provider bills cached input: ``"anthropic"`` (cache writes and reads priced
-    #: apart) or ``"openai"`` (cache reads only).
-    billing: ClassVar[str]
+    #: How its provider bills cached input, for the usage book (write and read prices, the
+    #: smallest cached prefix and its step); ``billing`` is its family's name.
+    cache_billing: ClassVar[CacheBilling]
+
+    @property
+    def billing(self) -> str:
+        """The name of its billing family (``"anthropic"``, ``"openai"``)."""
     #: Bytes a stream event's line must contain to be read for usage (the rest are skipped).
     usage_marks: ClassVar[tuple[bytes, ...]]
 
@@ -242,6 +246,12 @@ class BaseDialect:
     #: Paths of the provider's own compaction endpoint (see :meth:`compacts`).
     compaction_paths: ClassVar[tuple[str, ...]] = ()
     usage_marks: ClassVar[tuple[bytes, ...]] = (b"usage",)
+    #: Cached reads cheaper, writes not told apart, unless the format says otherwise.
+    cache_billing: ClassVar[CacheBilling] = OPENAI_BILLING
+
+    @property
+    def billing(self) -> str:
+        return self.cache_billing.family
 
     def _mapping(self, item: Any, index: int, what: str) -> dict[str, Any]:
         data = as_mapping(item)

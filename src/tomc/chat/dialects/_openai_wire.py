@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ._pricing import CachePricing, openai_pricing
+from ._pricing import OPENAI_BILLING, CacheBilling, CachePricing, openai_pricing
 from ._wire import Upstream, WireUsage, whole_prompt_usage
 
 __all__ = ["CHATGPT", "OPENAI", "OpenAIWire", "openai_usage"]
@@ -37,7 +37,7 @@ class OpenAIWire:
     """The wire facts both OpenAI dialects share (mixed in before :class:`BaseDialect`)."""
 
     upstreams: ClassVar[tuple[Upstream, ...]] = (OPENAI, CHATGPT)
-    billing: ClassVar[str] = "openai"
+    cache_billing: ClassVar[CacheBilling] = OPENAI_BILLING
 
     def upstream(self, headers: Mapping[str, str]) -> Upstream:
         return CHATGPT if "chatgpt-account-id" in headers else OPENAI

@@ -1,4 +1,5 @@
-"""What a provider charges for its prompt cache, as each wire format's request tells it.
+"""What a provider charges for its prompt cache: per request for the session's account, and by
+billing family for the usage book and the simulation.
 
 A :class:`CachePricing` is three facts of one request: what writing a token into the cache costs
 and what reading one back costs, both relative to an uncached input token, and how long a cached
@@ -12,6 +13,11 @@ rewrite with them; each dialect reads them from its own request (``cache_pricing
   except on the models that bill cache writes (1.25x: the GPT-5.6 family and later); cached
   prefixes live 5 to 10 minutes without use (in memory, taken here as 10), 24 hours with
   ``"prompt_cache_retention": "24h"`` (developers.openai.com, prompt caching).
+
+A :class:`CacheBilling` is how one billing family (a dialect's ``cache_billing``) turns a
+provider's reported usage into billed input: the gateway's usage book
+(``tomc._gateway.proxy.usage``) and the cache simulation (:mod:`tomc.chat.simulate`) both read
+it from the dialects.
 """
 
 from __future__ import annotations
@@ -22,9 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "ANTHROPIC_BILLING",
     "ANTHROPIC_TTL_S",
     "DEFAULT_PRICING",
+    "OPENAI_BILLING",
     "OPENAI_TTL_S",
+    "CacheBilling",
     "CachePricing",
     "anthropic_pricing",
     "openai_pricing",
@@ -78,3 +87,25 @@ def openai_pricing(request: Mapping[str, Any]) -> CachePricing:
     retention = request.get("prompt_cache_retention")
     ttl = OPENAI_TTL_S["24h"] if retention == "24h" else OPENAI_TTL_S["in_memory"]
     return CachePricing(write, CACHE_READ, ttl)
+
+
+@dataclass(frozen=True)
+class CacheBilling:
+    """How one billing family bills a prompt's cached parts, relative to an uncached token.
+
+    ``write`` is a cache write's price (``None``: a write costs what uncached input costs and
+    is not told apart); ``read`` a cache read's; a prefix is cached from ``min_prefix`` tokens
+    in whole ``step`` s.
+    """
+
+    family: str
+    write: float | None
+    read: float
+    min_prefix: int = 0
+    step: int = 1
+
+
+#: Anthropic: every cache write priced as a 5-minute one, reads at 0.1x.
+ANTHROPIC_BILLING = CacheBilling("anthropic", 1.25, CACHE_READ)
+#: OpenAI: reads at 0.1x, from 1,024 tokens in steps of 128; writes not told apart.
+OPENAI_BILLING = CacheBilling("openai", None, CACHE_READ, min_prefix=1024, step=128)

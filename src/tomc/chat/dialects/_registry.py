@@ -10,10 +10,12 @@ from ._anthropic_messages import AnthropicMessages
 from ._base import Dialect
 from ._chat_completions import ChatCompletions
 from ._openai_responses import OpenAIResponses
+from ._pricing import OPENAI_BILLING, CacheBilling
 
 __all__ = [
     "DEFAULT_DIALECT",
     "DIALECTS",
+    "billing_rules",
     "dialect_for",
     "guess_dialects",
     "register_dialect",
@@ -71,3 +73,14 @@ def dialect_for(api: str | None, request: Mapping[str, Any]) -> Dialect:
             f"api must be one of {', '.join(map(repr, DIALECTS))}, not {api!r}"
         )
     return dialect
+
+
+def billing_rules(family: str) -> CacheBilling:
+    """How the billing family ``family`` (a dialect's ``billing``) bills cached input: the
+    ``cache_billing`` of a registered dialect of that family; OpenAI's rules (writes not told
+    apart) for a family no dialect describes."""
+    for dialect in DIALECTS.values():
+        rules = getattr(dialect, "cache_billing", None)
+        if isinstance(rules, CacheBilling) and rules.family == family:
+            return rules
+    return OPENAI_BILLING
