@@ -34,7 +34,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from tomc._gateway.settings import GatewaySettings, save_settings
-from tomc.web._server import AppServer
+from tomc._http.server import AppServer
 
 EVENT_GAP_S = 0.005
 MODEL = os.environ.get("TOMC_BENCH_MODEL", "gpt-4o")

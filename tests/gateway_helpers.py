@@ -26,8 +26,8 @@ from tomc._gateway.proxy.ledger import LedgerEntry
 from tomc._gateway.proxy.server import gateway_server
 from tomc._gateway.proxy.usage import ANTHROPIC, ProviderUsage
 from tomc._gateway.settings import GatewaySettings, gateway_dir
-from tomc.web._deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S
-from tomc.web._server import AppServer
+from tomc._http.deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S
+from tomc._http.server import AppServer
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
 SERVE = (sys.executable, "-m", "tomc", "gateway", "serve")

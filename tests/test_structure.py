@@ -198,9 +198,11 @@ CORE_FORBIDDEN_STDLIB = {
     "urllib",
 }
 # What a package must not depend on: the chat package (a caller's own loop, and the gateway's
-# policy) on any surface; the gateway on the notebook store (it needs only TOMC's home folder).
+# policy) on any surface; the shared HTTP server on what it serves; the gateway on the notebook
+# store (it needs only TOMC's home folder).
 FORBIDDEN = {
-    "tomc.chat": ("tomc._gateway", "tomc._mcp", "tomc._cli", "tomc.web"),
+    "tomc.chat": ("tomc._gateway", "tomc._mcp", "tomc._cli", "tomc.web", "tomc._http"),
+    "tomc._http": ("tomc._gateway", "tomc.web", "tomc._mcp", "tomc._cli", "tomc.chat"),
     "tomc._gateway": ("tomc._notebooks", "tomc._notebook_db"),
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import subprocess
@@ -17,9 +18,10 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 import tomc
+from tomc._http.server import AppServer, allowed_hosts_for
 from tomc.web import _server as web_server
 from tomc.web._app import MAX_BODY_BYTES, inspector_routes, load_example
-from tomc.web._server import AppServer, allowed_hosts_for, make_server
+from tomc.web._server import make_server
 
 
 @pytest.fixture(scope="module")
@@ -680,3 +682,34 @@ def test_module_exports_a_server_factory():
         assert srv.socket.getsockname()[1] == srv.address[1] > 0
     finally:
         srv.socket.close()
+
+
+def test_cross_site_pages_are_refused_and_its_own_page_is_served(base):
+    """A page of another origin gets 403 (its preflight too); the inspector's own page, whose
+    fetches name the inspector's origin, and clients that send no Origin are served."""
+    body = {"history": "A = 1\nA = 2", "task": "What is A?"}
+    host, port = base
+    status, _, data = request(
+        base, "POST", "/api/compile", body, headers={"Origin": "https://evil.example"}
+    )
+    error = json.loads(data)["error"]
+    assert status == 403 and error["type"] == "CrossSiteRequest"
+    assert "https://evil.example" in error["message"]
+    preflight = {"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
+    assert request(base, "OPTIONS", "/api/compile", headers=preflight)[0] == 403
+    own = {"Origin": f"http://{host}:{port}"}
+    assert request(base, "POST", "/api/compile", body, headers=own)[0] == 200
+    assert request(base, "POST", "/api/compile", body)[0] == 200
+
+
+def test_the_inspector_redacts_secrets_in_log_lines(caplog: pytest.LogCaptureFixture):
+    """Once the app exists, uvicorn's access lines lose query values and keys."""
+    from tomc.web import create_app
+
+    create_app()
+    with caplog.at_level("INFO", logger="uvicorn.access"):
+        logging.getLogger("uvicorn.access").info(
+            "GET /api/health?key=AIzaSECRETSECRET1234 Authorization: Bearer sk-abcdefgh12345678"
+        )
+    text = caplog.records[-1].getMessage()
+    assert "SECRET" not in text and "sk-abcdefgh" not in text and "***" in text

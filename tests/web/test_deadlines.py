@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from tomc._http.server import AppServer
 from tomc.web._app import create_app
-from tomc.web._server import AppServer
 
 DEADLINE_S = 1.0
 
@@ -25,7 +25,7 @@ DEADLINE_S = 1.0
 def port(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """An inspector with 1 s deadlines, over each of uvicorn's HTTP/1.1 parsers."""
     if request.param == "h11":  # uvicorn's pure-Python parser, where httptools has no wheel
-        monkeypatch.setattr("tomc.web._server.AutoHTTPProtocol", H11Protocol)
+        monkeypatch.setattr("tomc._http.server.AutoHTTPProtocol", H11Protocol)
     server = AppServer(
         create_app(),
         "127.0.0.1",

@@ -26,7 +26,7 @@ from typing import Any
 from starlette.applications import Starlette
 
 from .._core.errors import InvalidOptionError
-from ..web._server import _is_loopback, allowed_hosts_for
+from .._http.server import _is_loopback, allowed_hosts_for
 from .settings import GatewaySettings, load_settings
 
 __all__ = ["OPTIONS_ENV", "ServeOptions", "serve", "worker_app"]
@@ -133,7 +133,7 @@ def worker_app() -> Starlette:
 def serve(options: ServeOptions, say: Callable[[str], None], *, show_token: bool) -> None:
     """Serve until Ctrl-C (``options`` already :meth:`~ServeOptions.checked`; ``show_token``:
     print the status token, one that was made for this run). Binding errors are ``OSError``."""
-    from ..web._server import AppServer, WorkerServer
+    from .._http.server import AppServer, WorkerServer
     from .proxy.server import gateway_server
 
     _configure_logging(options.verbose)

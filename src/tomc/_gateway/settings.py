@@ -18,10 +18,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from .._core.errors import InvalidOptionError
 from .._home import default_home
+from .._http.origins import normalize_origin
 from ..chat._options import (
     THINKING_PREFIX,
     SessionOptions,
@@ -137,38 +137,6 @@ class GatewaySettings:
         data["upstreams"] = dict(self.upstreams)
         data["allow_origins"] = list(self.allow_origins)
         return data
-
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def normalize_origin(text: str) -> str:
-    """A web origin as browsers send it in ``Origin``: ``scheme://host[:port]``, lower case,
-    without a default port (``https://App.example:443/`` -> ``https://app.example``)."""
-    raw = text.strip() if isinstance(text, str) else ""
-    try:
-        parts = urlsplit(raw)
-        port = parts.port
-    except ValueError:
-        parts, port = None, None
-    if (
-        parts is None
-        or parts.scheme not in _DEFAULT_PORTS
-        or not parts.hostname
-        or parts.username is not None
-        or parts.path not in ("", "/")
-        or parts.query
-        or parts.fragment
-    ):
-        raise InvalidOptionError(
-            f"{text!r} is not a web origin; write it as scheme://host[:port], e.g. "
-            "https://app.example or http://localhost:3000"
-        )
-    host = parts.hostname
-    host = f"[{host}]" if ":" in host else host
-    if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
-        host = f"{host}:{port}"
-    return f"{parts.scheme}://{host}"
 
 
 def _parse_origins(values: Iterable[str]) -> tuple[str, ...]:

@@ -73,11 +73,6 @@ class TokenMeter:
             estimate = max(estimate, math.ceil(len(text) / CHARS_PER_TOKEN_FLOOR))
         return estimate
 
-    def learn(self, estimated: int, reported: int) -> None:
-        """Raise the safety factor when a provider reports a larger prompt than estimated."""
-        if not self.exact:
-            self.factor = learned_factor(self.factor, estimated, reported)
-
 
 def learned_factor(factor: float, estimated: int, reported: int, *, applied: bool = True) -> float:
     """``factor`` raised to match a provider's ``reported`` prompt size when the estimate

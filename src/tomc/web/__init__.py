@@ -7,7 +7,8 @@ routes, to mount in a larger local app); :func:`make_server` binds it with uvico
 
 from __future__ import annotations
 
+from .._http.server import AppServer
 from ._app import create_app, inspector_routes
-from ._server import AppServer, make_server, serve
+from ._server import make_server, serve
 
 __all__ = ["AppServer", "create_app", "inspector_routes", "make_server", "serve"]

@@ -35,7 +35,7 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope
 
 from .. import __version__
 from .._core.compiler import STRATEGIES as _LIBRARY_STRATEGIES
@@ -43,6 +43,10 @@ from .._core.compiler import compile_memory
 from .._core.result import CompileResult
 from .._core.sources import MAX_INTERACTIVE_CHARS, MAX_TASK_CHARS
 from .._core.tokens import COUNTER_NAMES
+from .._http.hosts import HostCheck
+from .._http.origins import OriginCheck
+from .._http.redact import install_redaction
+from .._http.server import LOOPBACK_HOSTS
 from .._service import (
     DEFAULT_COUNTER,
     DEFAULT_STRATEGY,
@@ -59,17 +63,15 @@ __all__ = [
     "LOOPBACK_HOSTS",
     "MAX_BODY_BYTES",
     "STRATEGIES",
-    "HostCheck",
     "build_response",
     "create_app",
     "inspector_routes",
     "load_example",
+    "misdirected",
 ]
 
 # The library's strategies, its default first (the page lists them in this order).
 STRATEGIES = (DEFAULT_STRATEGY, *(s for s in _LIBRARY_STRATEGIES if s != DEFAULT_STRATEGY))
-#: Host names (any port) a loopback inspector answers to.
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 # JSON can spend up to 6 bytes on one character (a \uXXXX escape; 12 for an escaped surrogate
 # pair) and a chat list adds per-message keys, so the byte cap is generous on purpose: it only
 # exists so a body is refused before it is read, the character limit is the real rule.
@@ -421,44 +423,22 @@ def inspector_routes(
 # ---- the application ---------------------------------------------------------------------
 
 
-def _host_name(host: str) -> str:
-    """The name part of a Host header: ``[::1]:8765`` -> ``[::1]``, ``LocalHost.:80`` ->
-    ``localhost``."""
-    host = host.strip().lower()
-    name = host[: host.index("]") + 1] if host.startswith("[") and "]" in host else host
-    if not name.startswith("["):
-        name = name.rsplit(":", 1)[0] if ":" in name else name
-    return name.rstrip(".")
+def misdirected(name: str) -> Response:
+    error = HTTPError(
+        421,
+        f"this inspector does not answer to the host name {name!r}; open it as "
+        f"http://127.0.0.1 or http://localhost (or start it with --allow-host {name})",
+        "MisdirectedRequest",
+        {"Connection": "close"},
+    )
+    return _error_response(error)
 
 
-class HostCheck:
-    """ASGI middleware: refuse (421, JSON) a request whose Host is not an allowed name.
+_CROSS_SITE_WHY = "the inspector answers only its own page (open it at its own address)"
 
-    ``allowed`` holds host names without ports (``[::1]`` bracketed); ``None`` allows any.
-    A request without a Host header (HTTP/1.0) cannot come from a browser and is let through.
-    """
 
-    def __init__(self, app: ASGIApp, allowed: Collection[str] | None = LOOPBACK_HOSTS) -> None:
-        self.app = app
-        self.allowed = None if allowed is None else frozenset(_host_name(h) for h in allowed)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.allowed is not None:
-            host = next((v for k, v in scope["headers"] if k == b"host"), None)
-            if host is not None:
-                name = _host_name(host.decode("latin-1"))
-                if name not in self.allowed:
-                    error = HTTPError(
-                        421,
-                        f"this inspector does not answer to the host name {name!r}; open it "
-                        f"as http://127.0.0.1 or http://localhost (or start it with "
-                        f"--allow-host {name})",
-                        "MisdirectedRequest",
-                        {"Connection": "close"},
-                    )
-                    await _error_response(error)(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
+def _cross_site(scope: Scope, message: str) -> Response:
+    return _error_response(HTTPError(403, message, "CrossSiteRequest"))
 
 
 def create_app(
@@ -467,11 +447,14 @@ def create_app(
     allowed_hosts: Collection[str] | None = LOOPBACK_HOSTS,
     body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> Starlette:
-    """The inspector application: its routes behind the Host check, with JSON errors for
-    unknown paths (404) and anything unexpected (500, no internals; the traceback is logged).
+    """The inspector application: its routes behind the Host check and the cross-site check
+    (pages of other origins are refused, 403), with JSON errors for unknown paths (404) and
+    anything unexpected (500, no internals; the traceback is logged). Log records of TOMC and
+    the server are redacted from here on (:func:`~tomc._http.redact.install_redaction`).
 
     ``allowed_hosts`` are the host names it answers to (``None``: any).
     """
+    install_redaction()
 
     async def not_found(request: Request, exc: Exception) -> Response:
         if isinstance(exc, HTTPException) and exc.status_code != 404:
@@ -486,6 +469,9 @@ def create_app(
 
     return Starlette(
         routes=inspector_routes(compile_fn=compile_fn, body_timeout_s=body_timeout_s),
-        middleware=[Middleware(HostCheck, allowed=allowed_hosts)],
+        middleware=[
+            Middleware(HostCheck, allowed=allowed_hosts, refuse=misdirected),
+            Middleware(OriginCheck, refuse=_cross_site, why=_CROSS_SITE_WHY),
+        ],
         exception_handlers={HTTPException: not_found, Exception: internal_error},
     )

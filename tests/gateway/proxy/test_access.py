@@ -14,7 +14,7 @@ from tomc._gateway.proxy.access import STATUS_COOKIE, STATUS_HEADER
 from tomc._gateway.proxy.app import create_gateway_app
 from tomc._gateway.serving import ServeOptions
 from tomc._gateway.settings import GatewaySettings
-from tomc.web._server import AppServer, allowed_hosts_for
+from tomc._http.server import AppServer, allowed_hosts_for
 
 TOKEN = "status-token-4242"
 HOST = "tomc.team.example"

@@ -33,9 +33,9 @@ from tomc._gateway.agents.limits import claude_code_limit
 from tomc._gateway.proxy.app import Gateway, create_gateway_app, new_session
 from tomc._gateway.proxy.sessions import MemorySessionStore
 from tomc._gateway.settings import GatewaySettings, save_settings
+from tomc._http.server import AppServer
 from tomc.chat import AutomaticChatSession
 from tomc.chat.dialects import DIALECTS
-from tomc.web._server import AppServer
 
 SECRET = "sk-ant-secret-4242"
 OPENAI_SECRET = "sk-openai-secret-4242"

@@ -33,7 +33,7 @@ from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.proxy.ledger import LedgerEntry, UsageLedger, ledger_path, read_traffic
 from tomc._gateway.proxy.usage import ANTHROPIC, OPENAI, ProviderUsage
 from tomc._gateway.settings import GatewaySettings, save_settings
-from tomc.web._server import AppServer
+from tomc._http.server import AppServer
 
 SECRET = "sk-ant-ledger-secret-77"
 OPENAI_SECRET = "sk-openai-ledger-secret-77"

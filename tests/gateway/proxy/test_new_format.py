@@ -31,7 +31,7 @@ from dialect_fixtures import chat_agent_request, request_tokens
 from fake_providers import read_request, serve_in_thread, stop_served
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.settings import GatewaySettings
-from tomc.web._server import AppServer
+from tomc._http.server import AppServer
 
 MODEL = "gemini-test-pro"
 KEY = "AIza-test-key-4242"

@@ -14,7 +14,7 @@ import pytest
 from gateway_helpers import SERVE, free_port, serve_gateway, wait_for
 from raw_http import RawUpstream, json_answer
 from tomc._gateway.health import probe
-from tomc._gateway.proxy.redact import RedactingFilter, redact
+from tomc._http.redact import RedactingFilter, redact
 
 QUERY_KEY = "AIzaQueryKey0123456789abcdefghijklmnopq"
 BEARER = "sk-proj-bearer-0123456789abcdef"

@@ -15,8 +15,8 @@ from fake_providers import FakeProvider
 from tomc._gateway.proxy.app import Gateway, create_gateway_app, new_session
 from tomc._gateway.proxy.sessions import ConversationRecord, MemorySessionStore
 from tomc._gateway.settings import GatewaySettings
+from tomc._http.server import AppServer
 from tomc.chat import AutomaticChatSession, ConversationState
-from tomc.web._server import AppServer
 
 
 class Clock:

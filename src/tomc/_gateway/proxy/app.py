@@ -35,9 +35,14 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Scope
 
 from ... import __version__
-from ...web._app import LOOPBACK_HOSTS, HostCheck, inspector_routes
+from ..._http.hosts import HostCheck
+from ..._http.origins import OriginCheck
+from ..._http.redact import install_redaction
+from ..._http.server import LOOPBACK_HOSTS
+from ...web._app import inspector_routes, misdirected
 from ..agents.limits import agent_defaults
 from ..settings import GatewaySettings
 from .access import StatusAccess
@@ -46,8 +51,6 @@ from .ledger import Ledger, UsageLedger, ledger_path
 from .live_settings import LiveSettings
 from .metering import Meter
 from .options import SESSION_OPTIONS, TARGET_HEADER, THINKING_HEADER, RequestOptions, new_session
-from .origins import OriginCheck
-from .redact import install_redaction
 from .relay import client_gone, error_response, forward_headers, relay, upstream_client
 from .rewrite import MAX_REWRITE_BYTES, prepare
 from .routing import api_for_path
@@ -73,6 +76,10 @@ logger = logging.getLogger("tomc.gateway")
 #: What ``GET /healthz`` names, so a launcher can tell this gateway from another program.
 SERVICE_NAME = "tomc-gateway"
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_ORIGINS_WHY = (
+    "the gateway answers web pages only from origins allowed with `tomc gateway serve "
+    '--allow-origin ORIGIN` or "allow_origins" in its settings.json'
+)
 
 
 class Gateway:
@@ -112,7 +119,11 @@ class Gateway:
             self.conversations = open_conversations(url, new_session)
         # What went through: in a shared store, summed over every process, when there is one;
         # else kept across restarts in <home>/gateway/usage.sqlite3 (in memory without a home).
-        self.ledger: Ledger = ledger or self._open_ledger(home)
+        if ledger is None:
+            ledger = self.conversations.open_ledger()
+        if ledger is None:
+            ledger = UsageLedger(ledger_path(home) if home is not None else None)
+        self.ledger: Ledger = ledger
         # Store bookkeeping that runs after a request's answer (saving, counting).
         self._tasks: set[asyncio.Task[None]] = set()
         self._transport = transport
@@ -130,12 +141,6 @@ class Gateway:
     def refresh_settings(self) -> None:
         """Pick up upstreams (and other settings) saved since the gateway started."""
         self._settings.refresh()
-
-    def _open_ledger(self, home: str | os.PathLike[str] | None) -> Ledger:
-        opener = getattr(self.conversations, "open_ledger", None)
-        if opener is not None:
-            return opener()
-        return UsageLedger(ledger_path(home) if home is not None else None)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -253,7 +258,7 @@ def create_gateway_app(
     (``None``: any); ``status_token`` guards the status page and the inspector.
 
     Log records of the gateway and the libraries under it are redacted from here on
-    (:func:`~tomc._gateway.proxy.redact.install_redaction`)."""
+    (:func:`~tomc._http.redact.install_redaction`)."""
     install_redaction()
     settings = settings or GatewaySettings()
     gateway = gateway or Gateway(settings, home=home, pinned=pinned, session_store=session_store)
@@ -291,6 +296,9 @@ def create_gateway_app(
         gateway.refresh_settings()
         return gateway.settings.allow_origins
 
+    def refuse(scope: Scope, message: str) -> Response:  # in the shape of the path's API
+        return error_response(api_for_path(scope["path"]), 403, message, "permission_error")
+
     return Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET", "HEAD"]),
@@ -300,8 +308,8 @@ def create_gateway_app(
             Route("/{path:path}", proxy, methods=_METHODS),
         ],
         middleware=[
-            Middleware(HostCheck, allowed=allowed_hosts),
-            Middleware(OriginCheck, allowed=allowed_origins),
+            Middleware(HostCheck, allowed=allowed_hosts, refuse=misdirected),
+            Middleware(OriginCheck, allowed=allowed_origins, refuse=refuse, why=_ORIGINS_WHY),
             Middleware(StatusAccess, token=status_token),
         ],
         lifespan=gateway.lifespan,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp
 
-from ...web._deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S
-from ...web._server import AppServer
+from ..._http.deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S
+from ..._http.server import AppServer
 
 __all__ = ["gateway_server"]
 

@@ -162,6 +162,7 @@ class Dialect(Protocol):
     @property
     def billing(self) -> str:
         """The name of its billing family (``"anthropic"``, ``"openai"``)."""
+
     #: Bytes a stream event's line must contain to be read for usage (the rest are skipped).
     usage_marks: ClassVar[tuple[bytes, ...]]
 

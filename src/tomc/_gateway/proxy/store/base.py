@@ -262,5 +262,9 @@ class Conversations(Protocol):
         ``tokens_saved``; a shared kind adds ``requests``, ``passthrough_paths`` and
         ``session_store``, summed over every process."""
 
+    def open_ledger(self) -> Ledger | None:
+        """The usage ledger kept in this store, summed over every process (``None``: the store
+        keeps none, and the gateway keeps its own)."""
+
     async def close(self) -> None:
         """Release what the store holds (connections)."""

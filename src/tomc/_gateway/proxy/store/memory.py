@@ -69,6 +69,9 @@ class LocalConversations:
     async def status(self) -> dict[str, Any]:
         return self.snapshot()
 
+    def open_ledger(self) -> None:
+        return None  # this process's ledger is the gateway's own (SQLite)
+
     async def close(self) -> None:
         return None
 

@@ -1,4 +1,5 @@
-"""Which web pages may use the gateway: cross-site requests and CORS preflights.
+"""Which web pages may use a local server (the gateway, the inspector): cross-site requests and
+CORS preflights.
 
 Any web page can make a browser send a "simple" request (a POST with ``Content-Type:
 text/plain``, no custom headers) to ``http://127.0.0.1:8787``, and ask for more with a CORS
@@ -6,33 +7,72 @@ preflight (``OPTIONS`` with ``Access-Control-Request-Method``). Browsers mark bo
 ``Origin`` header; SDKs and agent CLIs send none. So :class:`OriginCheck`:
 
 - lets a request without ``Origin`` through (what every non-browser client sends);
-- lets a same-origin request through (the gateway's own status page and inspector: the
-  ``Origin`` names the host and port the request was sent to);
-- for an origin allowed in the settings (``allow_origins``, ``--allow-origin``) answers the
+- lets a same-origin request through (the server's own pages: the ``Origin`` names the host
+  and port the request was sent to);
+- for an allowed origin (the gateway's ``allow_origins``, ``--allow-origin``) answers the
   preflight itself (204, never forwarded) and marks the answers it relays for that origin with
-  ``Access-Control-Allow-Origin`` (the upstream's own ``Access-Control-*`` headers are
+  ``Access-Control-Allow-Origin`` (an upstream's own ``Access-Control-*`` headers are
   replaced, so an upstream cannot grant more);
-- refuses everything else with 403, in the error shape of the API the path speaks, and
-  answers a preflight without an allowed origin 403 too.
+- refuses everything else with 403, in the error shape the server's clients parse (``refuse``;
+  the gateway's: the API the path speaks), and answers a preflight without an allowed origin
+  403 too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from urllib.parse import urlsplit
 
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..._core.errors import InvalidOptionError
-from ..settings import normalize_origin
-from .relay import error_response
-from .routing import api_for_path
+from .._core.errors import InvalidOptionError
 
-__all__ = ["ALLOWED_METHODS", "OriginCheck"]
+__all__ = ["ALLOWED_METHODS", "OriginCheck", "Refusal", "json_refusal", "normalize_origin"]
+
+#: Builds the 403 answer for a refused request: ``(scope, message) -> response``.
+Refusal = Callable[[Scope, str], Response]
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 #: What a preflight answer allows (the methods the gateway forwards).
 ALLOWED_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 # How long a browser may reuse a preflight answer.
 _MAX_AGE_S = "600"
+
+
+def normalize_origin(text: str) -> str:
+    """A web origin as browsers send it in ``Origin``: ``scheme://host[:port]``, lower case,
+    without a default port (``https://App.example:443/`` -> ``https://app.example``)."""
+    raw = text.strip() if isinstance(text, str) else ""
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if (
+        parts is None
+        or parts.scheme not in _DEFAULT_PORTS
+        or not parts.hostname
+        or parts.username is not None
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+    ):
+        raise InvalidOptionError(
+            f"{text!r} is not a web origin; write it as scheme://host[:port], e.g. "
+            "https://app.example or http://localhost:3000"
+        )
+    host = parts.hostname
+    host = f"[{host}]" if ":" in host else host
+    if port is not None and port != _DEFAULT_PORTS[parts.scheme]:
+        host = f"{host}:{port}"
+    return f"{parts.scheme}://{host}"
+
+
+def json_refusal(scope: Scope, message: str) -> Response:
+    """A plain JSON 403: ``{"error": {"type": "permission_error", "message": ...}}``."""
+    error = {"type": "permission_error", "message": message}
+    return JSONResponse({"error": error}, status_code=403)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -54,12 +94,22 @@ def _same_origin(origin: str, scope: Scope) -> bool:
 
 class OriginCheck:
     """ASGI middleware for the rules of the module docstring; ``allowed()`` returns the allowed
-    origins in force (normalised, as :class:`~tomc._gateway.settings.GatewaySettings` keeps
-    them), read at each request so that a settings change applies at once."""
+    origins in force (normalised with :func:`normalize_origin`), read at each request so that
+    a settings change applies at once (none: same-origin pages only). A refused cross-site
+    request gets ``refuse(scope, message)``, the message ending with ``why``."""
 
-    def __init__(self, app: ASGIApp, allowed: Callable[[], Collection[str]]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        allowed: Callable[[], Collection[str]] = tuple,
+        *,
+        refuse: Refusal = json_refusal,
+        why: str = "this server answers only its own pages",
+    ) -> None:
         self.app = app
         self.allowed = allowed
+        self.refuse = refuse
+        self.why = why
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -112,14 +162,8 @@ class OriginCheck:
         if origin is None:
             message = "a CORS preflight without an Origin header is not answered"
         else:
-            message = (
-                f"cross-site request from {origin} refused: the gateway answers web pages only "
-                "from origins allowed with `tomc gateway serve --allow-origin ORIGIN` or "
-                '"allow_origins" in its settings.json'
-            )
-        api = api_for_path(scope["path"])
-        response = error_response(api, 403, message, "permission_error")
-        await response(scope, receive, send)
+            message = f"cross-site request from {origin} refused: {self.why}"
+        await self.refuse(scope, message)(scope, receive, send)
 
 
 def _cors_send(send: Send, origin: str) -> Send:
