@@ -4,13 +4,14 @@
 
 A conversation of a few agent steps goes through the gateway's app in this process (its
 upstream is a small fake provider in the request's format, answering with usage); the last
-request, which TOMC rewrites, is traced. Every call from the framework or from the gateway's side
-(``tomc._gateway``, ``tomc.web``) into a module of the gateway's side counts as entering that
-module, and a call into the session as entering it once; what the session and the dialects do
-is not followed (they are the library the gateway uses). Calls on other threads than the event
-loop's and the session's worker (the usage ledger's writer) are left out. A module's
-*entries* are the runs of consecutive calls into it; *re-entries* are the entries into a module
-already left. The figures say how much a reader must jump around to follow a request.
+request, which TOMC rewrites, is traced. Every call from the framework or from the gateway's
+side (``tomc._gateway``, ``tomc.web``, ``tomc._http``) into a module of the gateway's side counts
+as entering that module, and a call into the session as entering it once; what the session and
+the dialects do is not followed (they are the library the gateway uses). Calls on other threads
+than the event loop's and the session's worker (the usage ledger's writer) are left out. A
+module's *entries* are the runs of consecutive calls into it; *re-entries* are the entries into
+a module already left. The calls ``Gateway.proxy`` makes itself are listed too: the request's
+steps as the hub wires them.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import tomc
 PATHS = {"messages": "/v1/messages", "responses": "/v1/responses", "chat": "/v1/chat/completions"}
 MODELS = {"messages": "claude-opus-4-8", "responses": "gpt-6.2-sol", "chat": "gpt-4o"}
 _ROOT = str(Path(tomc.__file__).resolve().parent)
-_GATEWAY_SIDE = ("tomc._gateway", "tomc.web")
+_GATEWAY_SIDE = ("tomc._gateway", "tomc.web", "tomc._http")
 
 
 def _answer(api: str) -> dict[str, Any]:
@@ -94,6 +95,8 @@ class _Tracer:
 
     def __init__(self) -> None:
         self.entered: list[str] = []
+        #: What ``Gateway.proxy`` calls itself, in order: the request's steps.
+        self.from_hub: list[str] = []
         self.on = False
         self.loop = threading.current_thread()
         self._seen: set[FrameType] = set()
@@ -112,14 +115,18 @@ class _Tracer:
         if module.startswith(_GATEWAY_SIDE) or frame.f_code.co_name == "prepare_request":
             self._seen.add(frame)  # held, so that no later frame reuses its identity
             self.entered.append(module)
+            back = frame.f_back
+            if back is not None and back.f_code.co_qualname == "Gateway.proxy":
+                self.from_hub.append(f"{module}.{frame.f_code.co_name}")
 
 
 def _is_worker() -> bool:
     return "AnyIO worker" in threading.current_thread().name
 
 
-def walk(entered: list[str]) -> dict[str, Any]:
-    """Entries per module (runs of consecutive calls), packages and re-entries."""
+def walk(entered: list[str], from_hub: list[str] | None = None) -> dict[str, Any]:
+    """Entries per module (runs of consecutive calls), packages and re-entries; ``from_hub``
+    (what ``Gateway.proxy`` calls) as the request's steps."""
     runs = [m for i, m in enumerate(entered) if i == 0 or entered[i - 1] != m]
     entries = Counter(runs)
     packages = {m.rpartition(".")[0] for m in entries}
@@ -130,10 +137,11 @@ def walk(entered: list[str]) -> dict[str, Any]:
         "re_entries": len(runs) - len(entries),
         "per_module": dict(entries.most_common()),
         "order": runs,
+        "steps": from_hub or [],
     }
 
 
-async def _run(api: str, steps: int) -> list[str]:
+async def _run(api: str, steps: int) -> _Tracer:
     from tomc._gateway.proxy.app import Gateway, create_gateway_app
     from tomc._gateway.settings import GatewaySettings
 
@@ -163,7 +171,7 @@ async def _run(api: str, steps: int) -> list[str]:
                     threading.setprofile(None)  # type: ignore[arg-type]
                 answer.raise_for_status()
             await asyncio.sleep(0.05)  # the hand-back runs after the answer
-    return tracer.entered
+    return tracer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=6, help="requests in the conversation")
     parser.add_argument("--json", action="store_true", help="the whole walk as JSON")
     args = parser.parse_args(argv)
-    figures = walk(asyncio.run(_run(args.api, args.steps)))
+    tracer = asyncio.run(_run(args.api, args.steps))
+    figures = walk(tracer.entered, tracer.from_hub)
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
@@ -182,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for module, count in figures["per_module"].items():
         print(f"  {count:3d}  {module}")
+    print("Gateway.proxy calls, in order: " + ", ".join(figures["steps"]))
     return 0
 
 

@@ -142,3 +142,18 @@ def test_cli_simulate_shows_progress_lines_off_a_terminal(monkeypatch):
     assert lines[0] == "tomc simulate: replays: 0/4"
     assert lines[-1].startswith("tomc simulate: replays: 4/4 done in ")
     assert "\r" not in result.stderr  # no bar redrawn into a log
+
+
+def test_the_simulator_finds_every_kind_of_memory_item() -> None:
+    """The simulator finds memory items by the mark every memory header begins with."""
+    from tomc.chat import _memory
+
+    headers = [
+        value
+        for name, value in vars(_memory).items()
+        if name.endswith(("_HEADER", "_PREFIX")) and isinstance(value, str)
+    ]
+    assert len(headers) >= 4
+    for header in headers:
+        assert header.startswith(_memory.MEMORY_MARK), header
+        assert sim.memory_marks([{"role": "user", "content": header}]) == (0,)

@@ -22,12 +22,15 @@ from ._work_memory import build_work_memory
 __all__ = [
     "CONTINUED_PREFIX",
     "HISTORY_HEADER",
+    "MEMORY_MARK",
     "WORK_HEADER",
     "RegionMemory",
     "build_region_memory",
     "entry_text",
 ]
 
+#: How every memory item's text begins (each header below starts with it).
+MEMORY_MARK = "[TOMC memory"
 HISTORY_HEADER = (
     "[TOMC memory of {count} earlier items, from before the current task, compiled on the CPU. "
     "It replaces them in this request: records are exact; source lines are selected excerpts "

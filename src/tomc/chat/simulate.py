@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ._items import read_item
+from ._memory import MEMORY_MARK
 from ._meter import meter_for
 from ._session import AutomaticChatSession
 from ._workloads import Workload, agent_workload, locomo_workloads
@@ -34,7 +35,6 @@ __all__ = ["POLICIES", "PolicyResult", "SimulationReport", "default_workloads", 
 
 POLICIES = ("full", "stable", "cadence-2", "cadence-1")
 MIN_PREFIX, OPENAI_STEP = OPENAI_BILLING.min_prefix, OPENAI_BILLING.step
-MEMORY_MARK = "[TOMC memory"
 CACHED_READ, ANTHROPIC_WRITE = OPENAI_BILLING.read, ANTHROPIC_BILLING.write
 #: The simulated clock: one request every ten seconds, so no cache expires in a replay and the
 #: same workload always decides the same.
