@@ -8,6 +8,10 @@ BIN := $(VENV)/bin
 BASE_STAMP := $(VENV)/.installed-base
 DEV_STAMP := $(VENV)/.installed-dev
 CLI_STAMP := $(VENV)/.installed-cli
+# LiteLLM's proxy with TOMC as its hook, in an environment of its own (LiteLLM pins SDK versions
+# the test suite does not use): what tests/litellm/ start as a process.
+LITELLM_VENV := .venv-litellm
+LITELLM_STAMP := $(LITELLM_VENV)/.installed
 # The extras the command line can use: exact BPE counters and `tomc mcp`.
 CLI_EXTRAS := bpe,mcp
 # Where the fallback of `make install` links `tomc` when neither pipx nor uv is installed.
@@ -31,6 +35,13 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	@echo "make: installing tomc with the dev extras into $(VENV) (SDKs, Playwright, hypothesis," \
 		"ruff; about a minute on a fresh clone; pip's progress follows)"
 	$(PIP_INSTALL) -e '.[dev]'
+	touch $@
+
+$(LITELLM_STAMP): pyproject.toml
+	@echo "make: installing LiteLLM's proxy with tomc[litellm] into $(LITELLM_VENV) (about a" \
+		"minute on a fresh clone; pip's progress follows)"
+	$(PY) -m venv $(LITELLM_VENV)
+	$(LITELLM_VENV)/bin/pip install --disable-pip-version-check -e '.[litellm]'
 	touch $@
 
 $(CLI_STAMP): pyproject.toml | $(BIN)/python
@@ -84,7 +95,7 @@ uninstall:
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
 
-test: $(DEV_STAMP) lint docs
+test: $(DEV_STAMP) $(LITELLM_STAMP) lint docs
 	$(BIN)/python -m pytest -q
 
 # The documentation site (mkdocs.yml, docs/) into site/, which git ignores. --strict turns every

@@ -1,0 +1,1 @@
+"""TOMC as a LiteLLM proxy hook (see :mod:`tomc.litellm`)."""
