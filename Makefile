@@ -9,7 +9,7 @@ BASE_STAMP := $(VENV)/.installed-base
 DEV_STAMP := $(VENV)/.installed-dev
 CLI_STAMP := $(VENV)/.installed-cli
 # LiteLLM's proxy with TOMC as its hook, in an environment of its own (LiteLLM pins SDK versions
-# the test suite does not use): what tests/litellm/ start as a process.
+# the test suite does not use): what tests/litellm_hook/ start as a process.
 LITELLM_VENV := .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 # The extras the command line can use: exact BPE counters and `tomc mcp`.

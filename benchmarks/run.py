@@ -372,7 +372,24 @@ def agent_loop_section(quick: bool) -> list[str]:
         "against Redis (Debian's redis-server on loopback), one process against three.",
         "",
         *_team_section(quick),
+        "",
+        "### TOMC in a LiteLLM proxy",
+        "",
+        "`python -m benchmarks.litellm_hook` (also part of this run): LiteLLM's proxy (pinned, "
+        "`.venv-litellm`) alone and with `callbacks: tomc.litellm.hook`, in front of a loopback "
+        "Chat Completions upstream that answers at once.",
+        "",
+        *_litellm_section(quick),
     ]
+
+
+def _litellm_section(quick: bool) -> list[str]:
+    from benchmarks import litellm_hook
+
+    try:
+        return litellm_hook.to_markdown(litellm_hook.measure(10 if quick else 40))
+    except SystemExit as exc:  # no LiteLLM environment on this machine
+        return [f"Skipped: {exc}."]
 
 
 def _team_section(quick: bool) -> list[str]:

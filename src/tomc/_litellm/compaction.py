@@ -179,9 +179,7 @@ class LiteLLMCompactor:
         options = RequestOptions.from_headers(headers)
         if own.target is not None:
             options = RequestOptions(own.target, None, options.thinking_prefix)
-        target, source = options.context_target(
-            self._gateway_settings, dialect.name, headers, view
-        )
+        target, source = options.context_target(self._gateway_settings, dialect.name, headers, view)
         if own.target is not None:
             source = own.source
         checkout = await self.conversations.checkout(key, dialect.name)

@@ -18,7 +18,7 @@ import pytest
 
 from dialect_fixtures import chat_agent_request, claude_code_request, codex_request, request_tokens
 from fake_providers import FakeProvider
-from litellm_proxy import CLAUDE_MODEL, MASTER_KEY, OPENAI_MODEL, config_text, litellm_proxy
+from litellm_server import CLAUDE_MODEL, MASTER_KEY, OPENAI_MODEL, config_text, litellm_proxy
 from redis_server import running_redis
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
 from tomc._gateway.proxy.ledger import read_traffic

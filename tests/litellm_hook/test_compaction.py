@@ -1,0 +1,112 @@
+"""The LiteLLM hook's work in this process (no LiteLLM needed): a request rewritten in place, its
+answer fed back and written to the ledger, failing open, conversations kept apart per key."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from types import SimpleNamespace
+from typing import Any
+
+from dialect_fixtures import claude_code_request, request_tokens
+from tomc._gateway.proxy.ledger import UsageLedger
+from tomc._litellm.compaction import HookSettings, LiteLLMCompactor
+
+MEMORY = "[TOMC memory"
+
+
+def litellm_data(body: dict[str, Any], call_id: str, key_hash: str = "key-a") -> dict[str, Any]:
+    """``data`` as LiteLLM hands it to a pre-call hook on its Anthropic route."""
+    return {
+        **copy.deepcopy(body),
+        "litellm_call_id": call_id,
+        "litellm_metadata": {"user_api_key_hash": key_hash},
+        "proxy_server_request": {"headers": {}, "body": copy.deepcopy(body)},
+    }
+
+
+def answer(prompt_tokens: int) -> SimpleNamespace:
+    usage = SimpleNamespace(prompt_tokens=prompt_tokens, completion_tokens=20)
+    return SimpleNamespace(usage=usage)
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def compactor_for(body: dict[str, Any]) -> LiteLLMCompactor:
+    target = max(2048, request_tokens("messages", body) * 3 // 4)
+    settings = HookSettings(context_target=target)
+    return LiteLLMCompactor(settings, ledger=UsageLedger(None))
+
+
+def test_a_request_is_rewritten_in_place_and_its_answer_is_booked():
+    body = claude_code_request(12, thinking=False)
+    compactor = compactor_for(body)
+
+    async def scenario() -> dict[str, Any]:
+        data = litellm_data(body, "call-1")
+        await compactor.prepare(data, "anthropic_messages")
+        await compactor.finish("call-1", answer(request_tokens("messages", data)), 200)
+        status = await compactor.status()
+        await compactor.aclose()
+        return {"data": data, "status": status}
+
+    done = run(scenario())
+    data = done["data"]
+    assert MEMORY in json.dumps(data["messages"]) and data["messages"] != body["messages"]
+    assert data["litellm_metadata"]["tomc"]["decision"] == "compiled"
+    assert data["litellm_metadata"]["user_api_key_hash"] == "key-a"  # LiteLLM's own kept
+    (conversation,) = done["status"]["conversations"]
+    assert conversation["requests"] == 1 and conversation["conversation"].startswith("key-a/")
+    assert conversation["last_request"]["provider"]["prompt_tokens"] > 0
+    assert done["status"]["traffic"]["totals"]["requests"] == 1
+
+
+def test_what_the_hook_cannot_read_goes_out_as_it_came():
+    compactor = LiteLLMCompactor(HookSettings(), ledger=UsageLedger(None))
+    broken = {"model": "claude-opus-4-8", "messages": "not a list", "litellm_call_id": "c"}
+    untouched = copy.deepcopy(broken)
+    other_route = {"input": "embed me", "litellm_call_id": "d"}
+
+    async def scenario() -> None:
+        await compactor.prepare(broken, "anthropic_messages")
+        await compactor.prepare(other_route, "aembedding")
+        await compactor.finish("c", answer(10), 200)  # nothing pending: nothing happens
+        await compactor.aclose()
+
+    run(scenario())
+    assert broken == untouched and other_route == {"input": "embed me", "litellm_call_id": "d"}
+    assert (compactor.requests, compactor.failures) == (1, 1)
+
+
+def test_the_same_conversation_under_two_keys_is_two_conversations():
+    body = claude_code_request(10, thinking=False)
+    compactor = compactor_for(body)
+
+    async def scenario() -> dict[str, Any]:
+        for call_id, key in (("1", "key-a"), ("2", "key-b")):
+            await compactor.prepare(litellm_data(body, call_id, key), "anthropic_messages")
+            await compactor.finish(call_id, answer(1000), 200)
+        status = await compactor.status()
+        await compactor.aclose()
+        return status
+
+    status = run(scenario())
+    keys = sorted(c["conversation"].split("/")[0] for c in status["conversations"])
+    assert keys == ["key-a", "key-b"]
+
+
+def test_settings_come_from_the_environment_and_a_bad_one_is_named():
+    settings = HookSettings.from_env(
+        {"TOMC_SESSION_STORE": "redis://cache:6379/0", "TOMC_CONTEXT_TARGET": "off"}
+    )
+    assert (settings.session_store, settings.context_target) == ("redis://cache:6379/0", "off")
+    assert HookSettings.from_env({}).session_store == "memory"
+    try:
+        HookSettings.from_env({"TOMC_CONTEXT_TARGET": "12"})
+    except Exception as exc:  # below the smallest target the session takes
+        assert "12" in str(exc)
+    else:
+        raise AssertionError("a target of 12 tokens was accepted")
