@@ -9,7 +9,9 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
-from dialect_fixtures import claude_code_request, request_tokens
+import pytest
+
+from dialect_fixtures import claude_code_request, codex_request, request_tokens
 from tomc._gateway.proxy.ledger import UsageLedger
 from tomc._litellm.compaction import HookSettings, LiteLLMCompactor
 
@@ -110,3 +112,58 @@ def test_settings_come_from_the_environment_and_a_bad_one_is_named():
         assert "12" in str(exc)
     else:
         raise AssertionError("a target of 12 tokens was accepted")
+
+
+TRIGGER = {"type": "input_tokens", "value": 50_000}
+
+
+def claude_managed(edit: dict[str, Any]) -> dict[str, Any]:
+    body = claude_code_request(45, thinking="thinking" in edit["type"])
+    return {**body, "context_management": {"edits": [edit]}}
+
+
+def codex_managed() -> dict[str, Any]:
+    management = [{"type": "compaction", "compact_threshold": 50_000}]
+    return {**codex_request(40), "context_management": management, "truncation": "auto"}
+
+
+def codex_compacting() -> dict[str, Any]:
+    body = codex_request(40)
+    return {**body, "input": [*body["input"], {"type": "compaction_trigger"}]}
+
+
+COMPACT = {"type": "compact_20260112", "trigger": TRIGGER}
+CLEAR_TOOLS = {"type": "clear_tool_uses_20250919", "trigger": TRIGGER}
+CASES = {
+    "compact_20260112": ("anthropic_messages", "messages", claude_managed(COMPACT), 47_500),
+    "clear_tool_uses": ("anthropic_messages", "messages", claude_managed(CLEAR_TOOLS), 47_500),
+    "clear_thinking": (
+        "anthropic_messages",
+        "messages",
+        claude_managed({"type": "clear_thinking_20251015"}),
+        None,
+    ),
+    "compact_threshold": ("aresponses", "responses", codex_managed(), 47_500),
+    "compaction_trigger": ("aresponses", "responses", codex_compacting(), None),
+}
+
+
+@pytest.mark.parametrize("call_type, api, body, ceiling", list(CASES.values()), ids=list(CASES))
+def test_the_providers_context_management_in_the_hook(call_type, api, body, ceiling):
+    """The gateway's rules hold in the hook: under the provider's trigger, every field kept;
+    an agent's own compaction request untouched."""
+    compactor = LiteLLMCompactor(HookSettings(), ledger=UsageLedger(None))
+    data = litellm_data(body, "call-1")
+
+    async def scenario() -> None:
+        await compactor.prepare(data, call_type)
+        await compactor.aclose()
+
+    run(scenario())
+    sent = {k: v for k, v in data.items() if k in body}
+    for key in ("context_management", "truncation"):
+        assert sent.get(key) == body.get(key)
+    if ceiling is not None:
+        assert request_tokens(api, sent) <= ceiling < request_tokens(api, body)
+    else:
+        assert sent == body  # nothing to keep it under: sent as it came

@@ -214,3 +214,17 @@ def test_the_hook_runs_on_a_stock_litellm_process(fake, tmp_path):
         assert answer.content
     log = (tmp_path / "proxy" / "litellm.log").read_text(errors="replace")
     assert "Traceback" not in log
+
+
+def test_a_server_compaction_edit_is_never_reached_through_the_proxy(fake, tmp_path):
+    """With ``compact_20260112`` at 50,000 tokens, LiteLLM and the provider find the request
+    already under it: one request upstream, no summary call, the edit kept."""
+    edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50_000}}
+    body = claude_code_request(45, thinking=False)
+    assert request_tokens("messages", body) > 50_000
+    start = len(fake.requests)
+    with litellm_proxy(tmp_path / "proxy", config_text(fake.root_url)) as base:
+        claude(base).messages.create(**body, extra_body={"context_management": {"edits": [edit]}})
+    (sent,) = received(fake, start, "/v1/messages")
+    assert sent["context_management"] == {"edits": [edit]}
+    assert request_tokens("messages", sent) <= 47_500

@@ -118,6 +118,10 @@ def _gather(
     target = target if target is not None else options.context_target
     if target is not None and target <= 0:
         raise PassThrough("invalid_request", f"context_target must be positive, not {target}")
+    # Under the provider's own compaction threshold, so that it never compacts what TOMC did.
+    ceiling = dialect.provider_ceiling(request)
+    if ceiling is not None and (target is None or ceiling < target):
+        target = ceiling
     if window is None and target is not None:
         # A target alone is enough: the prompt is kept under it whatever the model.
         window = target + reserve

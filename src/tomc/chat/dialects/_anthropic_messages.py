@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from .._conversation import (
     ASSISTANT,
+    COMPACTION,
     INSTRUCTION,
     TOOL,
     USER,
@@ -36,6 +37,7 @@ from .._conversation import (
 from .._injected import split_parts
 from ._base import BaseDialect, PassThrough, as_mapping, canonical_digest
 from ._pricing import ANTHROPIC_BILLING, CacheBilling, CachePricing, anthropic_pricing
+from ._provider_context import anthropic_ceiling
 from ._wire import Upstream, WireUsage, count, first_user_content
 
 __all__ = ["ANTHROPIC", "BINDING_BETA", "AnthropicMessages", "is_compaction_request"]
@@ -178,6 +180,9 @@ class AnthropicMessages(BaseDialect):
     def cache_pricing(self, request: Mapping[str, Any]) -> CachePricing:
         return anthropic_pricing([control for _, control in _breakpoints(request)])
 
+    def provider_ceiling(self, request: Mapping[str, Any]) -> int | None:
+        return anthropic_ceiling(request)
+
     def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
         messages = self._list(request)
         if is_compaction_request(messages):
@@ -207,6 +212,13 @@ class AnthropicMessages(BaseDialect):
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list):
             raise PassThrough("invalid_request", f"message {index} content is not a list or string")
+        if role == "assistant" and any(
+            isinstance(block, Mapping) and block.get("type") == "compaction" for block in blocks
+        ):
+            # Server-side compaction's summary (compact_20260112): the provider ignores what came
+            # before it, so nothing before it is compiled and the message goes back as it came.
+            text = json.dumps(blocks, ensure_ascii=False, default=str)
+            return Entry(COMPACTION, "assistant", digest=canonical_digest(message)), text
         texts: list[str] = []
         counted: list[str] = []
         calls: list[ToolCall] = []

@@ -151,6 +151,12 @@ class Dialect(Protocol):
         """What the provider charges to write and read this request's prompt cache, and how
         long the cache lives (:class:`~tomc.chat.dialects.CachePricing`)."""
 
+    def provider_ceiling(self, request: Mapping[str, Any]) -> int | None:
+        """The prompt size (in tokens) under which the provider's own context management,
+        as the request asks for it, does nothing: a server-side compaction threshold, the
+        trigger of an edit that clears tool results. TOMC keeps the request under it, so the
+        provider never compacts the turns TOMC compiled. ``None``: the request asks for none."""
+
     # ------------------------------------------------------------------ wire facts
 
     #: The endpoints its requests go to; :meth:`upstream` picks one (the first by default).
@@ -289,6 +295,9 @@ class BaseDialect:
 
     def cache_pricing(self, request: Mapping[str, Any]) -> CachePricing:
         return DEFAULT_PRICING
+
+    def provider_ceiling(self, request: Mapping[str, Any]) -> int | None:
+        return None
 
     def prompt_tokens(self, response: Any) -> int | None:
         usage = response.get("usage") if isinstance(response, Mapping) else None

@@ -32,6 +32,7 @@ from .._conversation import (
 from .._injected import split_parts
 from ._base import BaseDialect, PassThrough, as_mapping, canonical_digest, part_text, text_parts
 from ._openai_wire import OpenAIWire, openai_usage
+from ._provider_context import responses_ceiling
 from ._wire import WireUsage, first_user_content
 
 __all__ = ["CHECKPOINT_PROMPT", "OpenAIResponses", "is_checkpoint_request"]
@@ -95,6 +96,9 @@ class OpenAIResponses(OpenAIWire, BaseDialect):
     def claims(self, request: Mapping[str, Any]) -> bool:
         # A body with both keys reads as the formats whose history is ``messages``.
         return "input" in request and "messages" not in request
+
+    def provider_ceiling(self, request: Mapping[str, Any]) -> int | None:
+        return responses_ceiling(request)
 
     def items(self, request: Mapping[str, Any]) -> Sequence[Any]:
         for key in ("previous_response_id", "conversation"):
