@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from tomc import get_counter
-from tomc._gateway.proxy.traffic import read_traffic
+from tomc._gateway.proxy.metering.traffic import read_traffic
 from tomc._http.server import AppServer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,9 +22,9 @@ from fake_providers import FakeProvider, Reply, Usage
 from tomc._gateway.health import probe
 from tomc._gateway.local.leases import read_run_gateway
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
-from tomc._gateway.proxy.ledger import LedgerEntry
+from tomc._gateway.proxy.metering.ledger import LedgerEntry
+from tomc._gateway.proxy.metering.usage import ANTHROPIC, ProviderUsage
 from tomc._gateway.proxy.server import gateway_server
-from tomc._gateway.proxy.usage import ANTHROPIC, ProviderUsage
 from tomc._gateway.settings import GatewaySettings, gateway_dir
 from tomc._http.deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S
 from tomc._http.server import AppServer

@@ -293,7 +293,7 @@ def test_layer_checker_reports_an_import_upwards() -> None:
     graph = {
         "tomc._gateway.agents.limits": {"tomc._gateway.local.launcher"},
         "tomc._gateway.local.launcher": {"tomc._gateway.agents.limits", "tomc._gateway.health"},
-        "tomc._gateway.proxy.store.redis": {"tomc._gateway.proxy.ledger"},
+        "tomc._gateway.proxy.store.redis": {"tomc._gateway.proxy.metering.ledger"},
     }
     assert layer_violations(graph) == [
         "tomc._gateway.agents.limits (layer 1) imports tomc._gateway.local.launcher (layer 3)"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dialect_fixtures import claude_code_request, codex_request, request_tokens
-from tomc._gateway.proxy.ledger import UsageLedger
+from tomc._gateway.proxy.metering.ledger import UsageLedger
 from tomc._litellm.compaction import HookSettings, LiteLLMCompactor
 
 MEMORY = "[TOMC memory"

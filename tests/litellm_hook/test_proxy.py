@@ -21,7 +21,7 @@ from fake_providers import FakeProvider
 from litellm_server import CLAUDE_MODEL, MASTER_KEY, OPENAI_MODEL, config_text, litellm_proxy
 from redis_server import running_redis
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
-from tomc._gateway.proxy.ledger import read_traffic
+from tomc._gateway.proxy.metering.ledger import read_traffic
 from tomc._gateway.settings import GatewaySettings
 from tomc._http.server import AppServer
 from tomc._litellm.compaction import HookSettings, LiteLLMCompactor

@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from .._gateway.proxy.ledger import Ledger, LedgerEntry, UsageLedger, ledger_path
+from .._gateway.proxy.metering.ledger import Ledger, LedgerEntry, UsageLedger, ledger_path
 from .._gateway.proxy.options import RequestOptions, new_session
 from .._gateway.proxy.routing import conversation_of
 from .._gateway.proxy.store import Checkout, Conversations, open_conversations

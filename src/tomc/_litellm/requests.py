@@ -7,7 +7,7 @@ to ``async_log_success_event(kwargs, response_obj, ...)`` with its usage in Open
 whatever the provider. This module maps a call type to a wire format, reads the client's body
 and headers, applies a rewritten body back to ``data``, reads the per-key and per-team settings
 from their metadata, and turns the reported usage into a
-:class:`~tomc._gateway.proxy.usage.ProviderUsage`.
+:class:`~tomc._gateway.proxy.metering.usage.ProviderUsage`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._gateway.proxy.usage import ProviderUsage
+from .._gateway.proxy.metering.usage import ProviderUsage
 from .._gateway.settings import TARGET_OFF, parse_context_target
 from ..chat.dialects import DIALECTS, Dialect
 

@@ -31,7 +31,7 @@ from dialect_fixtures import (
 from fake_providers import FakeProvider, ProviderError, Reply, Usage
 from tomc._gateway.agents.limits import claude_code_limit
 from tomc._gateway.proxy.app import Gateway, create_gateway_app, new_session
-from tomc._gateway.proxy.sessions import MemorySessionStore
+from tomc._gateway.proxy.store.memory import MemorySessionStore
 from tomc._gateway.settings import GatewaySettings, save_settings
 from tomc._http.server import AppServer
 from tomc.chat import AutomaticChatSession

@@ -30,8 +30,8 @@ from gateway_helpers import free_port, isolated_env, make_fake_agent, stop_lefto
 from gateway_helpers import ledger_entry as entry
 from tomc._gateway.local.status import gateway_status
 from tomc._gateway.proxy.app import Gateway, create_gateway_app
-from tomc._gateway.proxy.ledger import LedgerEntry, UsageLedger, ledger_path, read_traffic
-from tomc._gateway.proxy.usage import ANTHROPIC, OPENAI, ProviderUsage
+from tomc._gateway.proxy.metering.ledger import LedgerEntry, UsageLedger, ledger_path, read_traffic
+from tomc._gateway.proxy.metering.usage import ANTHROPIC, OPENAI, ProviderUsage
 from tomc._gateway.settings import GatewaySettings, save_settings
 from tomc._http.server import AppServer
 
@@ -118,7 +118,7 @@ def test_a_failing_write_is_logged_and_dropped(tmp_path, monkeypatch, caplog):
     def explode(*args: Any) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("tomc._gateway.proxy.ledger._store", explode)
+    monkeypatch.setattr("tomc._gateway.proxy.metering.ledger._store", explode)
     ledger.record(entry())
     assert ledger.flush(5)
     assert ledger.dropped == 1 and "disk full" in caplog.text

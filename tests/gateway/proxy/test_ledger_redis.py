@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from gateway_helpers import LEDGER_T0 as T0
 from gateway_helpers import ledger_entry as entry
 from redis_server import RedisServer
-from tomc._gateway.proxy.ledger import LedgerEntry, UsageLedger
+from tomc._gateway.proxy.metering.ledger import LedgerEntry, UsageLedger
+from tomc._gateway.proxy.metering.usage import ANTHROPIC, OPENAI, ProviderUsage
 from tomc._gateway.proxy.store import store_url
 from tomc._gateway.proxy.store.redis import RedisStateStore
 from tomc._gateway.proxy.store.redis_ledger import RedisLedger
-from tomc._gateway.proxy.usage import ANTHROPIC, OPENAI, ProviderUsage
 
 #: What is by nature each kind's own (where the figures are kept, what this process dropped).
 PER_BACKEND = ("ledger", "persistent", "shared", "dropped", "problem")

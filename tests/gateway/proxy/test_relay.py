@@ -19,7 +19,7 @@ import openai
 from dialect_fixtures import claude_code_request
 from gateway_helpers import serve_gateway, wait_for
 from raw_http import UPSTREAM_DATE, RawUpstream, exchange, json_answer
-from tomc._gateway.proxy.metering import UsageSniffer
+from tomc._gateway.proxy.metering.meter import UsageSniffer
 from tomc._gateway.proxy.relay import forward_headers, relay
 
 KEY = "sk-ant-relay-test-key"

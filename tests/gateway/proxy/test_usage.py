@@ -11,8 +11,8 @@ import pytest
 import fake_wire as wire
 from chat.dialects.gemini_like import registered
 from fake_wire import Reply, Usage
-from tomc._gateway.proxy.metering import UsageSniffer
-from tomc._gateway.proxy.usage import (
+from tomc._gateway.proxy.metering.meter import UsageSniffer
+from tomc._gateway.proxy.metering.usage import (
     ANTHROPIC,
     OPENAI,
     ProviderUsage,

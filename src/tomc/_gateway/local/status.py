@@ -22,7 +22,7 @@ from ..agents.agent_config import CLIENTS, decode_config, read_config
 from ..agents.config_files import client_config_path, pointed_url, points_at_gateway
 from ..agents.journal import load_record
 from ..health import gateway_root, loopback_port, probe
-from ..proxy.ledger import ledger_path, read_traffic
+from ..proxy.metering.ledger import ledger_path, read_traffic
 from ..settings import gateway_dir, load_settings
 from .leases import live_leases, read_run_gateway
 from .login import read_login_record

@@ -6,8 +6,8 @@ rewrites only old history (and only when the request would not fit, or the froze
 reused); every other path (``/v1/messages/count_tokens``, ``/v1/responses/compact``,
 ``/v1/models``, ...) is forwarded untouched. ``GET /healthz`` answers the launcher, ``GET
 /status`` and ``/status.json`` show each conversation's decisions, rebuilds and estimated
-savings, and the usage ledger's traffic (:mod:`tomc._gateway.proxy.ledger`; never message text or
-credentials), and the inspector keeps its page and API.
+savings, and the usage ledger's traffic (:mod:`tomc._gateway.proxy.metering.ledger`; never
+message text or credentials), and the inspector keeps its page and API.
 
 Conversations live in a session store (:mod:`tomc._gateway.proxy.store`): this process's
 memory, or a store shared by every gateway process. Beyond loopback the status page and the
@@ -47,17 +47,16 @@ from ..agents.limits import agent_defaults
 from ..settings import GatewaySettings
 from .access import StatusAccess
 from .exchange import read_exchange
-from .ledger import Ledger, UsageLedger, ledger_path
 from .live_settings import LiveSettings
-from .metering import Meter
+from .metering.ledger import Ledger, UsageLedger, ledger_path
+from .metering.meter import Meter
 from .options import SESSION_OPTIONS, TARGET_HEADER, THINKING_HEADER, RequestOptions, new_session
 from .relay import client_gone, error_response, forward_headers, relay, upstream_client
 from .rewrite import MAX_REWRITE_BYTES, prepare
 from .routing import api_for_path
-from .sessions import MemorySessionStore, SessionStore
 from .status_page import render_status_page
 from .store import Conversations, StoreURL, open_conversations, store_url
-from .store.memory import LocalConversations
+from .store.memory import LocalConversations, MemorySessionStore, SessionStore
 
 __all__ = [
     "MAX_REWRITE_BYTES",

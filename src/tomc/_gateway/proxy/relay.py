@@ -24,8 +24,8 @@ from starlette.types import Receive, Scope, Send
 
 from ...chat._client import join_headers
 from ...chat.dialects import DEFAULT_DIALECT, DIALECTS
-from .metering import UsageSniffer
-from .usage import MAX_SNIFF_BYTES
+from .metering.meter import UsageSniffer
+from .metering.usage import MAX_SNIFF_BYTES
 
 __all__ = [
     "HOP_BY_HOP",

@@ -18,10 +18,12 @@ option          default  meaning
 ``timeout_s``   2        connect and reply timeout of the store; past it the store counts down
 ==============  =======  ======================================================================
 
-Two interfaces: :class:`StateStore` is a shared kind's server (leases, versioned opaque blobs,
-summed counters); :class:`Conversations` is what the gateway asks (check a conversation out,
-hand it back, read the figures). A kind module (``memory.py``, ``redis.py``) names its URL
-schemes in ``SCHEMES`` and opens itself with ``open_conversations(url, factory)``.
+One store protocol: :class:`Conversations` (with :class:`Checkout`) is what the gateway and the
+LiteLLM hook ask of every kind: check a conversation out, hand it back, count, read the figures,
+open the kind's usage book. A kind keeps its records its own way: ``memory`` in this process
+(its ``SessionStore``), a shared kind in a server that does :class:`StateStore`'s few things
+(leases, versioned opaque blobs, summed counters). A kind module (``memory.py``, ``redis.py``)
+names its URL schemes in ``SCHEMES`` and opens itself with ``open_conversations(url, factory)``.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ...._core.errors import GatewayError, InvalidOptionError
 from ....chat import AutomaticChatSession
-from ..ledger import Ledger
-from ..sessions import ConversationRecord
+from ..conversation import ConversationRecord
+from ..metering.ledger import Ledger
 
 __all__ = [
     "Checkout",

@@ -1,27 +1,110 @@
 """``--session-store memory`` (the default): every conversation's session lives in this process.
 
-Nothing is leased: a request gets the live session of a
-:class:`~tomc._gateway.proxy.sessions.SessionStore` (by default the bounded
-:class:`~tomc._gateway.proxy.sessions.MemorySessionStore`, with idle expiry), and every change
-is handed to its ``save`` at once. One process is the limit (``--workers`` above 1 needs a
-shared kind).
+Nothing is leased: a request gets the live record of a :class:`SessionStore` (by default the
+bounded :class:`MemorySessionStore`: at most ``max_sessions``, least recently used first out,
+none idle longer than ``idle_s``), and every change is handed to its ``save`` at once, so a
+store that keeps only each conversation's state JSON can be given instead (``Gateway(store=)``).
+One process is the limit (``--workers`` above 1 needs a shared kind).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Protocol
 
-from ..sessions import ConversationRecord, MemorySessionStore, SessionStore
+from ....chat import AutomaticChatSession
+from ..conversation import ConversationRecord
 from .base import SessionFactory, StoreURL
 
-__all__ = ["SCHEMES", "LocalConversations", "open_conversations"]
+__all__ = [
+    "SCHEMES",
+    "LocalConversations",
+    "MemorySessionStore",
+    "SessionStore",
+    "open_conversations",
+]
 
 SCHEMES = ("memory",)
 
 logger = logging.getLogger("tomc.gateway")
+
+
+class SessionStore(Protocol):
+    """Where conversations live. Implementations must be safe to call from several threads."""
+
+    def get(self, key: str, api: str) -> ConversationRecord:
+        """The conversation for ``key``, created on first use; its session holds the state."""
+
+    def save(self, record: ConversationRecord) -> None:
+        """Keep ``record`` as it is now: called after its session decided a request, learned
+        from usage or noted a compaction, and after its figures changed."""
+
+    def conversations(self) -> list[ConversationRecord]:
+        """Every live conversation, most recent first."""
+
+
+class MemorySessionStore:
+    """An in-process LRU of conversations with idle expiry."""
+
+    def __init__(
+        self,
+        factory: Callable[[], AutomaticChatSession],
+        *,
+        max_sessions: int = 256,
+        idle_s: float = 6 * 3600,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_sessions < 1 or idle_s <= 0:
+            raise ValueError("max_sessions must be >= 1 and idle_s > 0")
+        self._factory = factory
+        self._max = max_sessions
+        self._idle_s = idle_s
+        self._clock = clock
+        self._items: OrderedDict[str, ConversationRecord] = OrderedDict()
+        self._lock = threading.Lock()
+        self.evicted = 0
+
+    def get(self, key: str, api: str) -> ConversationRecord:
+        now = self._clock()
+        with self._lock:
+            self._expire(now)
+            conversation = self._items.get(key)
+            if conversation is None:
+                conversation = ConversationRecord(key, api, self._factory(), now, now)
+                self._items[key] = conversation
+                while len(self._items) > self._max:
+                    self._items.popitem(last=False)
+                    self.evicted += 1
+            else:
+                self._items.move_to_end(key)
+                conversation.last_seen = now
+            return conversation
+
+    def save(self, record: ConversationRecord) -> None:
+        """Nothing to do: the record and its session live in this process."""
+
+    def conversations(self) -> list[ConversationRecord]:
+        with self._lock:
+            self._expire(self._clock())
+            return list(reversed(self._items.values()))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[ConversationRecord]:
+        return iter(self.conversations())
+
+    def _expire(self, now: float) -> None:
+        while self._items:
+            key, oldest = next(iter(self._items.items()))
+            if now - oldest.last_seen <= self._idle_s:
+                break
+            del self._items[key]
+            self.evicted += 1
 
 
 class _LocalCheckout:

@@ -1,8 +1,8 @@
 """The usage ledger in Redis or Valkey, for gateways that share a session store.
 
-The same figures as the SQLite ledger (:mod:`tomc._gateway.proxy.ledger`), summed over every
-process of a team, so any replica's status shows the team's billed input, its direct estimate,
-the chart and the upstream errors. Keys, under the store's ``prefix``:
+The same figures as the SQLite ledger (:mod:`tomc._gateway.proxy.metering.ledger`), summed
+over every process of a team, so any replica's status shows the team's billed input, its direct
+estimate, the chart and the upstream errors. Keys, under the store's ``prefix``:
 
 - ``ledger:<conversation>``: a hash of the conversation's sums, its upstream errors
   (``error:<status>``) and what the next direct estimate needs (``last_direct_prompt``,
@@ -17,8 +17,8 @@ the chart and the upstream errors. Keys, under the store's ``prefix``:
   are folded into a base (``r:base``...), so the series stays bounded.
 
 A request's direct estimate depends on its conversation's previous one, wherever it was served.
-Estimating is Python (:func:`~tomc._gateway.proxy.ledger.bill`), so an entry is two round trips:
-read the previous billing fields, then one script adds everything. The gateway awaits
+Estimating is Python (:func:`~tomc._gateway.proxy.metering.ledger.bill`), so an entry is two
+round trips: read the previous billing fields, then one script adds everything. The gateway awaits
 :meth:`RedisLedger.written` before the conversation's lease is released, and the lease
 serializes a conversation's requests, so no other process reads those fields in between (a
 request prepared without the lease, after ``wait_s`` ran out, may race; its estimate is then
@@ -36,8 +36,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..ledger import Billing, LedgerEntry, bill, entry_sums
-from ..traffic import SUMS, errors_of, figures, series_of
+from ..metering.ledger import Billing, LedgerEntry, bill, entry_sums
+from ..metering.traffic import SUMS, errors_of, figures, series_of
 from .base import StoreUnavailableError
 from .shared import OutageGuard
 
@@ -136,7 +136,7 @@ return 1
 
 
 class RedisLedger:
-    """A :class:`~tomc._gateway.proxy.ledger.Ledger` in the Redis or Valkey server of a
+    """A :class:`~tomc._gateway.proxy.metering.ledger.Ledger` in the Redis or Valkey server of a
     :class:`~tomc._gateway.proxy.store.redis.RedisStateStore`, on that store's client."""
 
     shared = True

@@ -26,8 +26,8 @@ from typing import Any
 import anyio
 
 from ....chat import AutomaticChatSession
-from ..ledger import Ledger
-from ..sessions import ConversationRecord
+from ..conversation import ConversationRecord
+from ..metering.ledger import Ledger
 from .base import Lease, SessionFactory, StateStore, StoreUnavailableError
 
 __all__ = ["OutageGuard", "SharedConversations", "VersionCache"]

@@ -1,32 +1,22 @@
-"""One AutomaticChatSession per conversation, in a bounded store with idle expiry.
+"""One conversation as the gateway keeps it: its session and the figures of its requests.
 
-The store is a small interface (:class:`SessionStore`) so that a team deployment can later keep
-conversations somewhere every worker sees; :class:`MemorySessionStore` keeps them in this
-process: at most ``max_sessions`` (least recently used go first) and none idle for longer than
-``idle_s``. Each :class:`ConversationRecord` also keeps the figures the status page shows, never
-message text.
-
-Everything a conversation's decisions depend on is its session's
-:class:`~tomc.chat.ConversationState` (plain data, saved as JSON) and the session's options,
-which every conversation shares. The gateway calls :meth:`SessionStore.save` after each change
-to a record, so a store shared between processes can keep only the state's JSON per conversation
-and give each request a session made from the shared options with that state loaded.
+A :class:`ConversationRecord` holds the conversation's :class:`~tomc.chat.AutomaticChatSession`
+(everything its decisions depend on is the session's :class:`~tomc.chat.ConversationState`,
+plain data saved as JSON) and the figures the status page shows, never message text. Session
+stores (:mod:`tomc._gateway.proxy.store`) keep records; every kind hands out the same record.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ...chat import AutomaticChatSession, Decision
-from .usage import ProviderUsage
+from .metering.usage import ProviderUsage
 
-__all__ = ["ConversationRecord", "MemorySessionStore", "SessionStore"]
+__all__ = ["ConversationRecord"]
 
 logger = logging.getLogger("tomc.gateway")
 
@@ -128,77 +118,3 @@ def _account(session: AutomaticChatSession) -> dict[str, float]:
     """The session's cost account: what it billed against going direct, by its own estimates."""
     account = session.state.account
     return {"billed": round(account.sent, 1), "direct": round(account.direct, 1)}
-
-
-class SessionStore(Protocol):
-    """Where conversations live. Implementations must be safe to call from several threads."""
-
-    def get(self, key: str, api: str) -> ConversationRecord:
-        """The conversation for ``key``, created on first use; its session holds the state."""
-
-    def save(self, record: ConversationRecord) -> None:
-        """Keep ``record`` as it is now: called after its session decided a request, learned
-        from usage or noted a compaction, and after its figures changed."""
-
-    def conversations(self) -> list[ConversationRecord]:
-        """Every live conversation, most recent first."""
-
-
-class MemorySessionStore:
-    """An in-process LRU of conversations with idle expiry."""
-
-    def __init__(
-        self,
-        factory: Callable[[], AutomaticChatSession],
-        *,
-        max_sessions: int = 256,
-        idle_s: float = 6 * 3600,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        if max_sessions < 1 or idle_s <= 0:
-            raise ValueError("max_sessions must be >= 1 and idle_s > 0")
-        self._factory = factory
-        self._max = max_sessions
-        self._idle_s = idle_s
-        self._clock = clock
-        self._items: OrderedDict[str, ConversationRecord] = OrderedDict()
-        self._lock = threading.Lock()
-        self.evicted = 0
-
-    def get(self, key: str, api: str) -> ConversationRecord:
-        now = self._clock()
-        with self._lock:
-            self._expire(now)
-            conversation = self._items.get(key)
-            if conversation is None:
-                conversation = ConversationRecord(key, api, self._factory(), now, now)
-                self._items[key] = conversation
-                while len(self._items) > self._max:
-                    self._items.popitem(last=False)
-                    self.evicted += 1
-            else:
-                self._items.move_to_end(key)
-                conversation.last_seen = now
-            return conversation
-
-    def save(self, record: ConversationRecord) -> None:
-        """Nothing to do: the record and its session live in this process."""
-
-    def conversations(self) -> list[ConversationRecord]:
-        with self._lock:
-            self._expire(self._clock())
-            return list(reversed(self._items.values()))
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __iter__(self) -> Iterator[ConversationRecord]:
-        return iter(self.conversations())
-
-    def _expire(self, now: float) -> None:
-        while self._items:
-            key, oldest = next(iter(self._items.items()))
-            if now - oldest.last_seen <= self._idle_s:
-                break
-            del self._items[key]
-            self.evicted += 1

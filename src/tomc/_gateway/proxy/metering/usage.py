@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...chat.dialects import (
+from ....chat.dialects import (
     ANTHROPIC_BILLING,
     DIALECTS,
     OPENAI_BILLING,

@@ -6,7 +6,7 @@ never message text, headers or credentials:
 - ``conversations``: per conversation key, the requests that went through, how many TOMC
   rewrote (decision action ``compiled`` or ``reused``), TOMC's own token estimate before and
   after, the provider's reported usage (prompt tokens with cache reads and writes, output),
-  billed input and its estimated direct counterpart (:mod:`tomc._gateway.proxy.usage`), dropped
+  billed input and its estimated direct counterpart (:mod:`.usage`), dropped
   thinking blocks, and what the direct estimate of the next request needs (the previous direct
   prompt and its time, whether the conversation used the cache at all);
 - ``errors``: every upstream 4xx/5xx status, counted per conversation (``""`` for requests

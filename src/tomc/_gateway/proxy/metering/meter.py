@@ -17,13 +17,13 @@ from typing import Any
 
 from starlette.responses import Response, StreamingResponse
 
-from ...chat import Decision
-from ...chat.dialects import DIALECTS
-from .exchange import Exchange
+from ....chat import Decision
+from ....chat.dialects import DIALECTS
+from ..conversation import ConversationRecord
+from ..exchange import Exchange
+from ..routing import conversation_of
+from ..store import Checkout, Conversations
 from .ledger import Ledger, LedgerEntry
-from .routing import conversation_of
-from .sessions import ConversationRecord
-from .store import Checkout, Conversations
 from .usage import MAX_SNIFF_BYTES, ProviderUsage, StreamUsage, usage_from_json
 
 __all__ = ["Meter", "Spawner", "UsageSniffer"]
@@ -143,7 +143,7 @@ class UsageSniffer:
     not read.
 
     Beside that prompt size (what :meth:`finish` returns, for the session), :attr:`usage` is the
-    full usage of the answer (:class:`~tomc._gateway.proxy.usage.ProviderUsage`: cache reads and
+    full usage of the answer (:class:`~.usage.ProviderUsage`: cache reads and
     writes, output, dropped thinking), read to the end of a stream, for the usage ledger.
     """
 

@@ -13,7 +13,8 @@ import pytest
 from dialect_fixtures import claude_code_request, request_tokens
 from fake_providers import FakeProvider
 from tomc._gateway.proxy.app import Gateway, create_gateway_app, new_session
-from tomc._gateway.proxy.sessions import ConversationRecord, MemorySessionStore
+from tomc._gateway.proxy.conversation import ConversationRecord
+from tomc._gateway.proxy.store.memory import MemorySessionStore
 from tomc._gateway.settings import GatewaySettings
 from tomc._http.server import AppServer
 from tomc.chat import AutomaticChatSession, ConversationState

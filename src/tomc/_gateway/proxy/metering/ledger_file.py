@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS minutes (
 
 def ledger_path(home: str | os.PathLike[str] | None = None) -> Path:
     """``<home>/gateway/usage.sqlite3``."""
-    from ..settings import gateway_dir  # settings imports nothing from here; keep it that way
+    from ...settings import gateway_dir  # settings imports nothing from here; keep it that way
 
     return gateway_dir(home) / LEDGER_FILE
 
