@@ -33,8 +33,8 @@ from benchmarks.agent_dialects import REFERENCE, Comparison
 from benchmarks.dialect_convert import DIALECTS as DIALECT_NAMES
 from benchmarks.dialect_convert import RequestConverter
 from tomc import AutomaticChatSession, LexicalCounter
+from tomc._simulation.simulate import _Pricer, memory_marks
 from tomc.chat.dialects import DIALECTS
-from tomc.chat.simulate import _Pricer, memory_marks
 
 WINDOWS = (16_000, 24_000, 32_000)
 QUICK_WINDOWS = (24_000,)

@@ -185,8 +185,8 @@ def _notes(report: Report) -> list[str]:
         'deployment_context_limit=W).prepare(model="replay", ..., options={"tools": ..., '
         '"max_tokens": reserve})`, one session per trajectory, fed the o200k prompt size back '
         "as `usage` after each request, as `create` does.",
-        "- Billed input: `tomc.chat.simulate._Pricer` fed with these counts, the tool schemas "
-        "first in the prefix chain (providers place tools before messages); billed-input "
+        "- Billed input: `tomc._simulation.simulate._Pricer` fed with these counts, the tool "
+        "schemas first in the prefix chain (providers place tools before messages); billed-input "
         "equivalents (1.0 = one uncached input token), not invoices. Overhead: wall time of "
         "each method's call (for `tomc`, `prepare`), on a shared 2-core machine.",
         f"- Framing constants: {tj.MESSAGE_FRAMING} per message, {tj.NAME_FRAMING} per name, "

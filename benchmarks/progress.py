@@ -77,7 +77,7 @@ def tqdm(
 
 
 def reporter(desc: str) -> tuple[Callable[[str, int, int], None], Callable[[], None]]:
-    """A ``progress(label, done, total)`` callback (as :func:`tomc.chat.simulate.simulate`
+    """A ``progress(label, done, total)`` callback (as :func:`tomc._simulation.simulate.simulate`
     takes) and a function that ends its display."""
     state: dict[str, Progress] = {}
 

@@ -267,7 +267,7 @@ def plot_retention(table: dict, path: Path) -> None:
 
 
 def simulator_section(quick: bool) -> list[str]:
-    from tomc.chat.simulate import simulate
+    from tomc._simulation.simulate import simulate
 
     path = locomo.DEFAULT_PATH
     if not path.is_file():

@@ -202,7 +202,14 @@ CORE_FORBIDDEN_STDLIB = {
 # store (it needs only TOMC's home folder) and on the LiteLLM hook built on it; the hook's work
 # on LiteLLM itself (only tomc.litellm imports it, so the work is tested without it).
 FORBIDDEN = {
-    "tomc.chat": ("tomc._gateway", "tomc._mcp", "tomc._cli", "tomc.web", "tomc._http"),
+    "tomc.chat": (
+        "tomc._gateway",
+        "tomc._mcp",
+        "tomc._cli",
+        "tomc.web",
+        "tomc._http",
+        "tomc._simulation",
+    ),
     "tomc._http": ("tomc._gateway", "tomc.web", "tomc._mcp", "tomc._cli", "tomc.chat"),
     "tomc._gateway": ("tomc._notebooks", "tomc._notebook_db", "tomc._litellm", "tomc.litellm"),
     "tomc._litellm": ("tomc.litellm", "litellm"),

@@ -315,7 +315,7 @@ def notebook_export_command(store, names: tuple[str, ...], output) -> None:
 def simulate_command(quick: bool, locomo: str | None, no_locomo: bool, as_json: bool) -> None:
     """Price full history, stable and cadence policies under provider prompt caching."""
     from ._progress import Progress
-    from .chat.simulate import report_json, simulate  # lazy: only this command needs it
+    from ._simulation.simulate import report_json, simulate  # lazy: only this command needs it
 
     shown: list[Progress] = []
 

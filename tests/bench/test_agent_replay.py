@@ -11,7 +11,7 @@ import pytest
 from benchmarks import agent_replay as ar
 from benchmarks import trajectories as tj
 from tomc import LexicalCounter
-from tomc.chat.simulate import _Pricer
+from tomc._simulation.simulate import _Pricer
 
 COUNT = LexicalCounter().count  # exact and easy to reason about: "w1 w2 w3" is 3 tokens
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]

@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 
 from tomc import InvalidOptionError
+from tomc._simulation.simulate import _Pricer, _Tokens, memory_marks
+from tomc._simulation.workloads import agent_workload
 from tomc.chat import AutomaticChatSession
-from tomc.chat._workloads import agent_workload
 from tomc.chat.dialects import DIALECTS, CachePricing
-from tomc.chat.simulate import _Pricer, _Tokens, memory_marks
 
 START = 1_800_000_000.0
 

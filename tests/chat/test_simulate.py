@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from tomc._cli import main
-from tomc.chat import simulate as sim
-from tomc.chat._workloads import agent_workload, locomo_workloads
+from tomc._simulation import simulate as sim
+from tomc._simulation.workloads import agent_workload, locomo_workloads
 
 
 def chain_of(*sizes: int) -> list[tuple[int, int]]:

@@ -5,7 +5,7 @@ prefix caches warm, for OpenAI Chat Completions, Anthropic Messages and OpenAI R
 requests alike (:mod:`tomc.chat.dialects` reads and writes each format); the gateway runs the
 same session for Claude Code and Codex. :class:`SessionOptions` are its options as one value
 and :class:`ConversationState` what it learned about its conversation (saved and loaded as
-JSON). :mod:`tomc.chat.simulate` prices that under provider prompt caching. This package
+JSON). ``tomc simulate`` prices that under provider prompt caching. This package
 depends on the core compiler, never the other way round.
 """
 

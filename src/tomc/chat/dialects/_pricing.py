@@ -16,7 +16,7 @@ rewrite with them; each dialect reads them from its own request (``cache_pricing
 
 A :class:`CacheBilling` is how one billing family (a dialect's ``cache_billing``) turns a
 provider's reported usage into billed input: the gateway's usage book
-(``tomc._gateway.proxy.metering.usage``) and the cache simulation (:mod:`tomc.chat.simulate`)
+(``tomc._gateway.proxy.metering.usage``) and the cache simulation (:mod:`tomc._simulation.simulate`)
 both read it from the dialects.
 """
 

@@ -22,14 +22,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._items import read_item
-from ._memory import MEMORY_MARK
-from ._meter import meter_for
-from ._session import AutomaticChatSession
-from ._workloads import Workload, agent_workload, locomo_workloads
-from .dialects._base import as_mapping
-from .dialects._chat_completions import ChatCompletions
-from .dialects._pricing import ANTHROPIC_BILLING, OPENAI_BILLING
+from ..chat._items import read_item
+from ..chat._memory import MEMORY_MARK
+from ..chat._meter import meter_for
+from ..chat._session import AutomaticChatSession
+from ..chat.dialects._base import as_mapping
+from ..chat.dialects._chat_completions import ChatCompletions
+from ..chat.dialects._pricing import ANTHROPIC_BILLING, OPENAI_BILLING
+from .workloads import Workload, agent_workload, locomo_workloads
 
 __all__ = ["POLICIES", "PolicyResult", "SimulationReport", "default_workloads", "simulate"]
 
