@@ -58,7 +58,7 @@ def test_a_request_is_rewritten_in_place_and_its_answer_is_booked():
     done = run(scenario())
     data = done["data"]
     assert MEMORY in json.dumps(data["messages"]) and data["messages"] != body["messages"]
-    assert data["litellm_metadata"]["tomc"]["decision"] == "compiled"
+    assert data["litellm_metadata"]["spend_logs_metadata"]["tomc"]["decision"] == "compiled"
     assert data["litellm_metadata"]["user_api_key_hash"] == "key-a"  # LiteLLM's own kept
     (conversation,) = done["status"]["conversations"]
     assert conversation["requests"] == 1 and conversation["conversation"].startswith("key-a/")

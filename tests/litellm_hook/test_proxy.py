@@ -71,12 +71,31 @@ def through_gateway(fake: FakeProvider, bodies: list[dict[str, Any]], target: in
     return received(fake, start, "/v1/messages")
 
 
+SPEND_PROBE = """
+import json
+from litellm.integrations.custom_logger import CustomLogger
+
+
+class Probe(CustomLogger):
+    async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
+        metadata = kwargs["standard_logging_object"]["metadata"]
+        with open("spend_logs_metadata.jsonl", "a", encoding="utf-8") as out:
+            out.write(json.dumps(metadata.get("spend_logs_metadata")) + "\\n")
+
+
+probe = Probe()
+"""
+
+
 def test_a_long_claude_conversation_is_compacted_as_the_gateway_does(fake, tmp_path):
     bodies = claude_bodies()
     target = target_for("messages", bodies[0])
     env = {"TOMC_CONTEXT_TARGET": str(target)}
     start = len(fake.requests)
-    with litellm_proxy(tmp_path / "proxy", config_text(fake.root_url), env) as base:
+    # A second callback reads what LiteLLM hands its loggers and keeps in its spend logs.
+    config = config_text(fake.root_url, '["tomc.litellm.hook", "spend_probe.probe"]')
+    files = {"spend_probe.py": SPEND_PROBE}
+    with litellm_proxy(tmp_path / "proxy", config, env, files=files) as base:
         client = claude(base)
         answers = [client.messages.create(**body) for body in bodies]
     via_litellm = received(fake, start, "/v1/messages")
@@ -85,6 +104,9 @@ def test_a_long_claude_conversation_is_compacted_as_the_gateway_does(fake, tmp_p
     assert all(request_tokens("messages", sent) <= target for sent in via_litellm)
     via_gateway = through_gateway(fake, bodies, target)
     assert [sent["messages"] for sent in via_litellm] == [s["messages"] for s in via_gateway]
+    logged = (tmp_path / "proxy" / "spend_logs_metadata.jsonl").read_text().splitlines()
+    decisions = [json.loads(line)["tomc"]["decision"] for line in logged]
+    assert len(decisions) == len(bodies) and set(decisions) <= {"compiled", "reused"}
     # Usage reached the ledger, with TOMC's decision beside the provider's figures.
     traffic = read_traffic(tmp_path / "proxy" / "tomc-home")
     assert traffic is not None and traffic["totals"]["requests"] == len(bodies)

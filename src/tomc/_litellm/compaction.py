@@ -7,7 +7,7 @@ own); :mod:`tomc.litellm` wraps it in LiteLLM's ``CustomLogger``. One request:
 1. :meth:`~LiteLLMCompactor.prepare` (LiteLLM's pre-call hook): the conversation is checked out
    of the store (held until the answer is in, as in the gateway), its session decides, and a
    rewritten history replaces the one in LiteLLM's ``data``; the decision goes into the
-   request's metadata (``tomc``), which LiteLLM's spend logs and callbacks keep;
+   request's ``spend_logs_metadata`` (``tomc``), which LiteLLM's spend logs and callbacks keep;
 2. :meth:`~LiteLLMCompactor.finish` (the success or failure event): the provider's reported
    prompt size goes back to the session, the usage ledger gets its entry, and the conversation
    is handed back.
@@ -44,6 +44,7 @@ from .requests import (
     dialect_of,
     key_settings,
     metadata_of,
+    note_in_spend_logs,
     usage_of,
 )
 
@@ -206,14 +207,17 @@ class LiteLLMCompactor:
                 extra[name] = ",".join(filter(None, (extra.get(name), value)))
         conversation.record(decision, time.monotonic())
         checkout.changed()
-        metadata_of(data)["tomc"] = {
-            "decision": decision.code,
-            "tokens_before": decision.tokens_before,
-            "tokens_after": decision.tokens_after,
-            "tokens_saved": decision.tokens_before - decision.tokens_after,
-            "context_target": decision.context_target,
-            "target_source": source,
-        }
+        note_in_spend_logs(
+            data,
+            {
+                "decision": decision.code,
+                "tokens_before": decision.tokens_before,
+                "tokens_after": decision.tokens_after,
+                "tokens_saved": decision.tokens_before - decision.tokens_after,
+                "context_target": decision.context_target,
+                "target_source": source,
+            },
+        )
         self._pending[call_id] = _Pending(dialect, checkout, decision)
         logger.info(
             "litellm %s %s: %s (%s -> %s tokens)",

@@ -30,6 +30,7 @@ __all__ = [
     "dialect_of",
     "key_settings",
     "metadata_of",
+    "note_in_spend_logs",
     "usage_of",
 ]
 
@@ -107,6 +108,17 @@ def metadata_of(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(found, dict):
         found = data[key] = {}
     return found
+
+
+def note_in_spend_logs(data: dict[str, Any], figures: Mapping[str, Any]) -> None:
+    """Put TOMC's ``figures`` under ``tomc`` in the request's ``spend_logs_metadata``: the one
+    metadata field LiteLLM copies into its spend logs as it is (other keys are dropped there)."""
+    metadata = metadata_of(data)
+    logged = metadata.get("spend_logs_metadata")
+    metadata["spend_logs_metadata"] = {
+        **(logged if isinstance(logged, Mapping) else {}),
+        "tomc": dict(figures),
+    }
 
 
 @dataclass(frozen=True)
