@@ -221,3 +221,18 @@ def test_common_words_only_when_asked() -> None:
     nothing = compile_memory(history, "How many are there?", strategy="tomc")
     rows = [r.text for r in nothing.ledger if r.kind == "count"]
     assert rows[0] == "COUNT lines = 17 nonempty lines" and len(rows) <= 11
+
+
+@given(
+    st.lists(
+        st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=60),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_top_terms_of_any_ascii_text_match_reference(texts: list[str]) -> None:
+    """ASCII text takes a faster pattern; punctuation, digits and underscores decide the same."""
+    entries, _ = top_terms(texts, 5)
+    assert [(e.term, e.occurrences, e.source_units) for e in entries] == reference_top_terms(
+        texts, 5
+    )

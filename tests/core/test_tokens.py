@@ -83,3 +83,27 @@ def test_safe_cost_is_additive_over_lines_and_at_least_the_count(lines: list[str
     assert safe_cost("lexical", text) == sum(safe_cost("lexical", row) for row in rows)
     assert safe_cost("lexical", text) >= LexicalCounter().count(text)
     assert safe_cost("lexical", text) * CHARS_PER_TOKEN_FLOOR >= sum(len(r.strip()) for r in rows)
+
+
+_ASCII_TEXT = st.text(alphabet=st.characters(max_codepoint=127), max_size=300)
+
+
+@given(_ASCII_TEXT)
+def test_the_ascii_pattern_finds_the_lexical_tokens_of_ascii_text(text):
+    """The fast path for ASCII text is the same tokenizer, not an approximation."""
+    from tomc._core.lexicon import ASCII_LEXICAL_PATTERN, LEXICAL_PATTERN, lexical_pattern
+
+    assert ASCII_LEXICAL_PATTERN.findall(text) == LEXICAL_PATTERN.findall(text)
+    assert lexical_pattern(text) is ASCII_LEXICAL_PATTERN
+    assert lexical_pattern(text + "é") is LEXICAL_PATTERN
+
+
+@given(st.lists(_ASCII_TEXT.map(lambda t: t.replace("\n", " ")), max_size=8), st.text(max_size=20))
+def test_row_costs_are_the_same_with_or_without_a_non_ascii_row(rows, other):
+    """Rows are costed with one pattern for all: the fast one only when every row is ASCII."""
+    from tomc._core.lexicon import LEXICAL_PATTERN
+    from tomc._core.tokens import _floored, get_counter, row_costs
+
+    other = other.replace("\n", " ").replace("\r", " ")
+    expected = [_floored(r, len(LEXICAL_PATTERN.findall(r))) for r in [*rows, other]]
+    assert row_costs(get_counter("lexical"), [*rows, other]) == expected

@@ -203,6 +203,9 @@ def lines_with_all(entries: Sequence[CountEntry]) -> tuple[int, ...]:
 
 
 _TOKENS_AND_BREAKS = re.compile(rf"{WORD_PATTERN.pattern}|\n")
+# The same on ASCII text, without a Unicode category test per character (see
+# ASCII_LEXICAL_PATTERN): word runs are exactly the ASCII word characters there.
+_ASCII_TOKENS_AND_BREAKS = re.compile(r"[A-Za-z0-9_]+|\n")
 
 
 def top_terms(
@@ -211,7 +214,8 @@ def top_terms(
     """The ``k`` most frequent content words (ties alphabetical; ``None``: all), counted as
     whole words, and how many distinct content words there are. One tokenising pass."""
     lowered, _ = _lowered(texts)
-    tokens = _TOKENS_AND_BREAKS.findall(lowered)
+    pattern = _ASCII_TOKENS_AND_BREAKS if lowered.isascii() else _TOKENS_AND_BREAKS
+    tokens = pattern.findall(lowered)
     totals = Counter(tokens)
     skip = set(exclude)
     candidates = [

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "ASCII_LEXICAL_PATTERN",
     "CJK_CHAR",
     "CJK_RANGES",
     "CJK_STOP_CHARS",
@@ -23,6 +24,7 @@ __all__ = [
     "WORD_PATTERN",
     "inflections",
     "is_content_word",
+    "lexical_pattern",
     "query_terms",
     "stem",
     "word_tokens",
@@ -41,6 +43,17 @@ WORD_CHAR = rf"[^\W{CJK_RANGES}]"
 #: A maximal run of non-CJK word characters | one CJK character | any other non-space character.
 LEXICAL_PATTERN = re.compile(rf"[^\W{CJK_RANGES}]+|[{CJK_RANGES}]|[^\w\s]")
 CJK_CHAR = re.compile(rf"[{CJK_RANGES}]")
+#: :data:`LEXICAL_PATTERN` for ASCII text, where it finds exactly the same tokens (a property
+#: test pins it): explicit ASCII ranges are a bitmap test where ``\W`` and the CJK ranges ask for
+#: each character's Unicode category, about a third of the tokenising time on logs. ``\s``
+#: stays Unicode's (it holds \x1c-\x1f, which ``re.ASCII`` would not).
+ASCII_LEXICAL_PATTERN = re.compile(r"[A-Za-z0-9_]+|[^A-Za-z0-9_\s]")
+
+
+def lexical_pattern(text: str) -> re.Pattern[str]:
+    """The fastest pattern that finds :data:`LEXICAL_PATTERN`'s tokens in ``text``."""
+    return ASCII_LEXICAL_PATTERN if text.isascii() else LEXICAL_PATTERN
+
 
 STOPWORDS = frozenset(
     """

@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 
 from .bpe import BPE_ENCODINGS, BpeCounter
 from .errors import InvalidOptionError
-from .lexicon import LEXICAL_PATTERN
+from .lexicon import ASCII_LEXICAL_PATTERN, LEXICAL_PATTERN, lexical_pattern
 
 __all__ = [
     "BPE_ENCODINGS",
@@ -69,10 +69,10 @@ class LexicalCounter:
     name: str = "lexical"
 
     def count(self, text: str) -> int:
-        return len(LEXICAL_PATTERN.findall(text))
+        return len(lexical_pattern(text).findall(text))
 
     def tokenize(self, text: str) -> list[str]:
-        return LEXICAL_PATTERN.findall(text)
+        return lexical_pattern(text).findall(text)
 
 
 def _floored(line: str, tokens: int) -> int:
@@ -95,7 +95,8 @@ def safe_cost(counter: str | TokenCounter, text: str) -> int:
     resolved = get_counter(counter)
     if isinstance(resolved, LexicalCounter):
         lines = text.splitlines()
-        return sum(map(_floored, lines, map(len, map(LEXICAL_PATTERN.findall, lines))))
+        findall = lexical_pattern(text).findall
+        return sum(map(_floored, lines, map(len, map(findall, lines))))
     return resolved.count(text)
 
 
@@ -106,7 +107,9 @@ def row_costs(counter: TokenCounter, rows: Sequence[str]) -> list[int]:
     """
     if isinstance(counter, LexicalCounter):
         # map() keeps this one C-level regex pass per row, about the cost of one pass over all.
-        return list(map(_floored, rows, map(len, map(LEXICAL_PATTERN.findall, rows))))
+        ascii_only = all(map(str.isascii, rows))
+        findall = (ASCII_LEXICAL_PATTERN if ascii_only else LEXICAL_PATTERN).findall
+        return list(map(_floored, rows, map(len, map(findall, rows))))
     count = counter.count
     return [count(row + "\n") for row in rows]
 
