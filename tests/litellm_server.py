@@ -9,7 +9,6 @@ the tests that need it skip, except under CI (``CI=true``), where its absence is
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from typing import Any
 
 import httpx2
 import pytest
+
+from gateway_helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTER_KEY = "sk-litellm-master"
@@ -39,12 +40,6 @@ def litellm_binary() -> Path:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{reason}; under CI it must be installed")
     pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def config_text(
@@ -88,7 +83,7 @@ def litellm_proxy(
     (folder / "config.yaml").write_text(config, encoding="utf-8")
     for name, text in (files or {}).items():
         (folder / name).write_text(text, encoding="utf-8")
-    port = _free_port()
+    port = free_port()
     environment = {
         **os.environ,
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no fetch of the price list at start

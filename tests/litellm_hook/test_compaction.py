@@ -167,3 +167,44 @@ def test_the_providers_context_management_in_the_hook(call_type, api, body, ceil
         assert request_tokens(api, sent) <= ceiling < request_tokens(api, body)
     else:
         assert sent == body  # nothing to keep it under: sent as it came
+
+
+def test_a_session_that_fails_hands_its_conversation_back():
+    """A failure after the checkout releases it at once (a shared store would otherwise keep the
+    conversation leased for every later request to wait on) and counts as a gateway error."""
+    from tomc._gateway.proxy.store.memory import LocalConversations, MemorySessionStore
+
+    class Broken:
+        def prepare_request(self, *args, **kwargs):
+            raise RuntimeError("a bug")
+
+    store = MemorySessionStore(Broken)  # type: ignore[arg-type]
+    released: list[str] = []
+
+    class Watched(LocalConversations):
+        async def checkout(self, key: str, api: str) -> Any:
+            held = await super().checkout(key, api)
+            finish = held.finish
+
+            async def finished() -> None:
+                released.append(key)
+                await finish()
+
+            held.finish = finished  # type: ignore[method-assign]
+            return held
+
+    compactor = LiteLLMCompactor(
+        HookSettings(), conversations=Watched(store), ledger=UsageLedger(None)
+    )
+    body = claude_code_request(6, thinking=False)
+    data = litellm_data(body, "call-1")
+
+    async def scenario() -> None:
+        await compactor.prepare(data, "anthropic_messages")
+        await compactor.aclose()
+
+    run(scenario())
+    assert len(released) == 1 and compactor.failures == 1
+    assert {k: v for k, v in data.items() if k in body} == body  # sent as it came
+    (record,) = store.conversations()
+    assert record.last_code == "gateway_error"

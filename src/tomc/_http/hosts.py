@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .server import LOOPBACK_HOSTS
@@ -27,11 +27,6 @@ def host_name(host: str) -> str:
     return name.rstrip(".")
 
 
-def _misdirected(name: str) -> Response:
-    message = f"this server does not answer to the host name {name!r}"
-    return JSONResponse({"error": {"type": "MisdirectedRequest", "message": message}}, 421)
-
-
 class HostCheck:
     """ASGI middleware: refuse a request whose Host is not an allowed name, with
     ``refuse(name)`` (a 421).
@@ -45,7 +40,7 @@ class HostCheck:
         app: ASGIApp,
         allowed: Collection[str] | None = LOOPBACK_HOSTS,
         *,
-        refuse: Callable[[str], Response] = _misdirected,
+        refuse: Callable[[str], Response],
     ) -> None:
         self.app = app
         self.allowed = None if allowed is None else frozenset(host_name(h) for h in allowed)

@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from urllib.parse import urlsplit
 
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._core.errors import InvalidOptionError
 
-__all__ = ["ALLOWED_METHODS", "OriginCheck", "Refusal", "json_refusal", "normalize_origin"]
+__all__ = ["ALLOWED_METHODS", "OriginCheck", "Refusal", "normalize_origin"]
 
 #: Builds the 403 answer for a refused request: ``(scope, message) -> response``.
 Refusal = Callable[[Scope, str], Response]
@@ -69,12 +69,6 @@ def normalize_origin(text: str) -> str:
     return f"{parts.scheme}://{host}"
 
 
-def json_refusal(scope: Scope, message: str) -> Response:
-    """A plain JSON 403: ``{"error": {"type": "permission_error", "message": ...}}``."""
-    error = {"type": "permission_error", "message": message}
-    return JSONResponse({"error": error}, status_code=403)
-
-
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope["headers"]:
         if key == name:
@@ -103,8 +97,8 @@ class OriginCheck:
         app: ASGIApp,
         allowed: Callable[[], Collection[str]] = tuple,
         *,
-        refuse: Refusal = json_refusal,
-        why: str = "this server answers only its own pages",
+        refuse: Refusal,
+        why: str,
     ) -> None:
         self.app = app
         self.allowed = allowed

@@ -24,13 +24,11 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
-
-import anyio
 
 from .._gateway.proxy.metering.ledger import Ledger, LedgerEntry, UsageLedger, ledger_path
 from .._gateway.proxy.options import RequestOptions, new_session
+from .._gateway.proxy.rewrite import decide
 from .._gateway.proxy.routing import conversation_of
 from .._gateway.proxy.store import Checkout, Conversations, open_conversations
 from .._gateway.settings import GatewaySettings, parse_context_target
@@ -146,9 +144,8 @@ class LiteLLMCompactor:
             return
         self.requests += 1
         self._drop_abandoned()
-        checkout: Checkout | None = None
         try:
-            checkout = await self._prepare(data, dialect, call_id, key_metadata, team_metadata)
+            await self._prepare(data, dialect, call_id, key_metadata, team_metadata)
         except Exception as exc:  # fail open: the request goes out as it came
             self.failures += 1
             logger.warning(
@@ -158,8 +155,6 @@ class LiteLLMCompactor:
                 exc,
                 exc_info=True,
             )
-            if checkout is not None:
-                await checkout.finish()
 
     async def _prepare(
         self,
@@ -168,7 +163,7 @@ class LiteLLMCompactor:
         call_id: str,
         key_metadata: object,
         team_metadata: object,
-    ) -> Checkout | None:
+    ) -> None:
         headers = client_headers(data)
         view = client_body(data, dialect)
         view, key = conversation_of(dialect, "", headers, view)
@@ -184,50 +179,41 @@ class LiteLLMCompactor:
         if own.target is not None:
             source = own.source
         checkout = await self.conversations.checkout(key, dialect.name)
-        conversation = checkout.conversation
-        if conversation is None:
-            logger.info("litellm %s request sent unchanged: store unavailable", dialect.name)
-            await checkout.finish()
-            return None
-        conversation.target_source = source
-        prepared = await anyio.to_thread.run_sync(
-            partial(
-                conversation.session.prepare_request,
+        try:  # handed back at once if anything below fails
+            prepared = await decide(
+                checkout,
+                dialect,
                 view,
-                api=dialect.name,
-                context_target=target,
-                thinking_prefix=options.thinking_prefix or self.settings.thinking_prefix,
+                target=target,
+                source=source,
+                thinking_prefix=options.thinking_prefix,
+                settings=self._gateway_settings,
+                then=lambda answer: answer,
             )
-        )
-        decision = prepared.decision
-        if prepared.body is not view:
-            apply_body(data, view, prepared.body)
-            for name, value in prepared.headers.items():  # a beta the rewrite relies on
-                extra = data.setdefault("extra_headers", {})
-                extra[name] = ",".join(filter(None, (extra.get(name), value)))
-        conversation.record(decision, time.monotonic())
-        checkout.changed()
-        note_in_spend_logs(
-            data,
-            {
-                "decision": decision.code,
-                "tokens_before": decision.tokens_before,
-                "tokens_after": decision.tokens_after,
-                "tokens_saved": decision.tokens_before - decision.tokens_after,
-                "context_target": decision.context_target,
-                "target_source": source,
-            },
-        )
+            if prepared is None:
+                await checkout.finish()
+                return
+            decision = prepared.decision
+            if prepared.body is not view:
+                apply_body(data, view, prepared.body)
+                for name, value in prepared.headers.items():  # a beta the rewrite relies on
+                    extra = data.setdefault("extra_headers", {})
+                    extra[name] = ",".join(filter(None, (extra.get(name), value)))
+            note_in_spend_logs(
+                data,
+                {
+                    "decision": decision.code,
+                    "tokens_before": decision.tokens_before,
+                    "tokens_after": decision.tokens_after,
+                    "tokens_saved": decision.tokens_before - decision.tokens_after,
+                    "context_target": decision.context_target,
+                    "target_source": source,
+                },
+            )
+        except Exception:
+            await checkout.finish()
+            raise
         self._pending[call_id] = _Pending(dialect, checkout, decision)
-        logger.info(
-            "litellm %s %s: %s (%s -> %s tokens)",
-            dialect.name,
-            decision.action,
-            decision.code,
-            decision.tokens_before,
-            decision.tokens_after,
-        )
-        return checkout
 
     async def finish(self, call_id: object, response: object, status: int) -> None:
         """The answer of ``call_id`` is in (``status`` 200 with its ``response``, else the

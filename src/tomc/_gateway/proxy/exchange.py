@@ -41,9 +41,12 @@ class Exchange:
     options: RequestOptions
     body: bytes
     dialect: Dialect | None = None
-    #: The name of ``dialect`` (``None`` with it).
-    api: str | None = None
     compaction: Dialect | None = None
+
+    @property
+    def api(self) -> str | None:
+        """The name of ``dialect`` (``None`` with it)."""
+        return self.dialect.name if self.dialect is not None else None
 
 
 async def read_exchange(request: Request, settings: GatewaySettings) -> Exchange:
@@ -67,6 +70,5 @@ async def read_exchange(request: Request, settings: GatewaySettings) -> Exchange
         options=options,
         body=body,
         dialect=dialect,
-        api=dialect.name if dialect is not None else None,
         compaction=compaction_dialect(path) if post else None,
     )

@@ -2,10 +2,10 @@
 original bytes go out unchanged.
 
 :func:`readable_body` says whether a body can be rewritten at all (not compressed, not too big,
-a JSON object); :func:`rewrite` is the pure step (an exchange, its request view and the
-conversation's session in, the bytes and headers to send out); :func:`prepare` checks the
-conversation out of the store around it and keeps the fail-open rule: any error inside TOMC
-sends the original request bytes unchanged, and says why in the log.
+a JSON object); :func:`decide` asks a checked-out conversation's session about a request and
+records the decision (the LiteLLM hook uses it too); :func:`prepare` checks the conversation out
+of the store around it and keeps the fail-open rule: any error inside TOMC sends the original
+request bytes unchanged, and says why in the log.
 """
 
 from __future__ import annotations
@@ -13,21 +13,24 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
-from ...chat import AutomaticChatSession, Decision
+from ...chat import Decision, PreparedRequest
+from ...chat.dialects import Dialect
 from ..settings import GatewaySettings
 from .exchange import Exchange
 from .routing import conversation_of, wire_body
 from .store import Checkout, Conversations
 
-__all__ = ["MAX_REWRITE_BYTES", "Rewrite", "prepare", "readable_body", "rewrite"]
+__all__ = ["MAX_REWRITE_BYTES", "Rewrite", "decide", "prepare", "readable_body"]
 
 logger = logging.getLogger("tomc.gateway")
+T = TypeVar("T")
 
 #: Largest request body the gateway reads to rewrite (a bigger one is forwarded untouched).
 MAX_REWRITE_BYTES = 64 * 1024 * 1024
@@ -61,26 +64,61 @@ def readable_body(exchange: Exchange) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def rewrite(
-    exchange: Exchange,
-    data: dict[str, Any],
+async def decide(
+    checkout: Checkout,
+    dialect: Dialect,
     view: dict[str, Any],
-    session: AutomaticChatSession,
     *,
     target: int | None,
+    source: str,
+    thinking_prefix: str | None,
     settings: GatewaySettings,
-) -> Rewrite:
-    """The session's answer for one request (``view`` is :func:`.routing.request_view` of its
-    JSON ``data``): the original bytes when it keeps the request as it is, else the rewritten
-    body in the format's own shape, compact JSON."""
-    assert exchange.dialect is not None, "only a request in a known format is rewritten"
-    prepared = session.prepare_request(
-        view,
-        api=exchange.dialect.name,
-        context_target=target,
-        thinking_prefix=exchange.options.thinking_prefix or settings.thinking_prefix,
-        cache_ttl_s=settings.cache_ttl_s,
+    then: Callable[[PreparedRequest], T],
+) -> T | None:
+    """Ask the checked-out conversation's session about ``view`` in a worker thread, with
+    ``then`` applied to its answer there too (encoding a body stays off the event loop); the
+    decision is recorded in the conversation, a failure as a gateway error before it is raised.
+    ``None`` when the store gave no conversation (the request goes out unchanged)."""
+    conversation = checkout.conversation
+    if conversation is None:
+        logger.info("forwarding a %s request unchanged: session store unavailable", dialect.name)
+        return None
+    conversation.target_source = source
+
+    def work() -> tuple[Decision, T]:
+        prepared = conversation.session.prepare_request(
+            view,
+            api=dialect.name,
+            context_target=target,
+            thinking_prefix=thinking_prefix or settings.thinking_prefix,
+            cache_ttl_s=settings.cache_ttl_s,
+        )
+        return prepared.decision, then(prepared)
+
+    try:
+        decision, done = await anyio.to_thread.run_sync(work)
+    except Exception:
+        conversation.record(None, time.monotonic())
+        checkout.changed()
+        raise
+    conversation.record(decision, time.monotonic())
+    checkout.changed()
+    logger.info(
+        "%s %s: %s (%s -> %s tokens)",
+        dialect.name,
+        decision.action,
+        decision.code,
+        decision.tokens_before,
+        decision.tokens_after,
     )
+    return done
+
+
+def _encoded(
+    exchange: Exchange, data: dict[str, Any], view: dict[str, Any], prepared: PreparedRequest
+) -> Rewrite:
+    """The session's answer as the bytes to send: the original ones when it kept the request,
+    else the rewritten body in the format's own shape, compact JSON."""
     if prepared.body is view:
         return Rewrite(exchange.body, {}, prepared.decision)
     sent = wire_body(data, view, prepared.body)
@@ -93,13 +131,15 @@ async def prepare(
     exchange: Exchange, conversations: Conversations, settings: GatewaySettings
 ) -> tuple[Rewrite, Checkout | None]:
     """What the request goes out with, and its conversation checked out of the store (``None``
-    when the body could not be read); a session's decision is recorded in the conversation."""
+    for a request in no known format or whose body could not be read)."""
     unchanged = Rewrite(exchange.body)
     dialect = exchange.dialect
-    data = readable_body(exchange)
-    if dialect is None or data is None:
+    if dialect is None:  # forwarded as it is: its body is never read
         return unchanged, None
-    checkout = conversation = None
+    data = readable_body(exchange)
+    if data is None:
+        return unchanged, None
+    checkout = None
     try:
         # The view names the model, also when the URL does.
         view, key = conversation_of(dialect, exchange.path, exchange.headers, data)
@@ -107,15 +147,16 @@ async def prepare(
             settings, dialect.name, exchange.headers, view
         )
         checkout = await conversations.checkout(key, dialect.name)
-        conversation = checkout.conversation
-        if conversation is None:
-            logger.info(
-                "forwarding a %s request unchanged: session store unavailable", dialect.name
-            )
-            return unchanged, checkout
-        conversation.target_source = source
-        step = partial(rewrite, exchange, data, view, conversation.session)
-        done = await anyio.to_thread.run_sync(partial(step, target=target, settings=settings))
+        done = await decide(
+            checkout,
+            dialect,
+            view,
+            target=target,
+            source=source,
+            thinking_prefix=exchange.options.thinking_prefix,
+            settings=settings,
+            then=partial(_encoded, exchange, data, view),
+        )
     except Exception as exc:  # fail open: the agent's request must go out as it came
         logger.warning(
             "forwarding a %s request unchanged: TOMC failed (%s: %s)",
@@ -124,20 +165,5 @@ async def prepare(
             exc,
             exc_info=True,
         )
-        if conversation is not None and checkout is not None:
-            conversation.record(None, time.monotonic())
-            checkout.changed()
         return unchanged, checkout
-    decision = done.decision
-    assert decision is not None
-    conversation.record(decision, time.monotonic())
-    checkout.changed()
-    logger.info(
-        "%s %s: %s (%s -> %s tokens)",
-        dialect.name,
-        decision.action,
-        decision.code,
-        decision.tokens_before,
-        decision.tokens_after,
-    )
-    return done, checkout
+    return (done if done is not None else unchanged), checkout
