@@ -4,7 +4,15 @@ from hypothesis import strategies as st
 
 from reference import reference_bm25
 from tomc._core.lexicon import query_terms, stem
-from tomc._core.retrieval import BM25_B, BM25_K1, bm25_scores, spread_to_neighbours
+from tomc._core.retrieval import (
+    BM25_B,
+    BM25_K1,
+    SPEAKER_WEIGHT,
+    bm25_scores,
+    leading_speaker,
+    spread_to_neighbours,
+    weight_named_speakers,
+)
 
 
 def test_stem_is_a_prefix_and_merges_forms() -> None:
@@ -33,9 +41,70 @@ def test_bm25_prefers_rare_terms_and_matches_word_forms() -> None:
 
 
 def test_spread_to_neighbours_is_linear_and_bounded() -> None:
-    spread = spread_to_neighbours({0: 1.0, 5: 2.0}, 6, 0.5)
+    spread = spread_to_neighbours({0: 1.0, 5: 2.0}, 6, (0.5,))
     assert spread == {0: 1.0, 1: 0.5, 4: 1.0, 5: 2.0}
-    assert spread_to_neighbours({2: 1.0}, 3, 0.0) == {2: 1.0}
+    assert spread_to_neighbours({2: 1.0}, 3, (0.0,)) == {2: 1.0}
+    assert spread_to_neighbours({2: 1.0}, 3, ()) == {2: 1.0}
+
+
+def test_spread_reaches_each_distance_of_the_window_and_stays_inside_the_history() -> None:
+    spread = spread_to_neighbours({3: 1.0}, 6, (0.4, 0.2, 0.1))
+    assert spread == pytest.approx({0: 0.1, 1: 0.2, 2: 0.4, 3: 1.0, 4: 0.4, 5: 0.2})
+
+
+@given(
+    scores=st.dictionaries(st.integers(0, 11), st.floats(0.1, 10.0), max_size=12),
+    weights=st.lists(st.floats(0.0, 1.0), max_size=4),
+)
+def test_spread_matches_a_brute_force_sum(scores: dict[int, float], weights: list[float]) -> None:
+    count = 12
+    expected: dict[int, float] = {}
+    for line in range(count):
+        total = scores.get(line, 0.0)
+        touched = line in scores
+        for other, score in scores.items():
+            distance = abs(other - line)
+            if 1 <= distance <= len(weights) and weights[distance - 1]:
+                total += weights[distance - 1] * score
+                touched = True
+        if touched:
+            expected[line] = total
+    spread = spread_to_neighbours(scores, count, weights)
+    assert spread.keys() == expected.keys()
+    for line, total in expected.items():
+        assert spread[line] == pytest.approx(total)
+
+
+@pytest.mark.parametrize(
+    ("line", "speaker"),
+    [
+        ("Caroline: I went to the group", "caroline"),
+        ("[1:56 pm on 8 May, 2023] Caroline: hi", "caroline"),
+        ("user: hello", "user"),
+        ("Mary Ann: hi", "mary ann"),
+        ("ERROR: disk full", "error"),
+        ("db_host = db-1.internal", None),
+        ("12:30 done", None),
+        ("see http://example.test", None),
+        ("one two three four: too long for a name", None),
+    ],
+)
+def test_leading_speaker(line: str, speaker: str | None) -> None:
+    assert leading_speaker(line) == speaker
+
+
+def test_a_named_speakers_lines_weigh_more_and_no_one_elses() -> None:
+    rows = ["Caroline: I went to the support group", "Melanie: the support group is great"]
+    scores = {0: 1.0, 1: 1.0}
+    weighted = weight_named_speakers(scores, rows, "What did Caroline think of the group?")
+    assert weighted == {0: SPEAKER_WEIGHT, 1: 1.0}
+    assert weight_named_speakers(scores, rows, "What is the support group?") == scores
+    # every word of a speaker's name must be in the task
+    two = ["Mary Ann: yes", "Mary: no"]
+    assert weight_named_speakers({0: 1.0, 1: 1.0}, two, "what did mary say") == {
+        0: 1.0,
+        1: SPEAKER_WEIGHT,
+    }
 
 
 @pytest.mark.parametrize(

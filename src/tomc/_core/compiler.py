@@ -243,7 +243,7 @@ def _pack(
     kept_units: list[int] = []
     sources = _Sources.plain(given)
     if applied in ("tomc_raw", "rag"):
-        ranking = rank_sources(given.table.texts, given.row_tokens, task)
+        ranking = rank_sources(given.table.texts, given.row_tokens, task, given.rows)
         sources = _sources_beside(included, given, counter)
         kept_units = pack_sources(
             evidence_order(ranking.order, sources.plan),

@@ -1,7 +1,8 @@
 """Source selection: the order in which source lines compete for the budget, and why.
 
 Lines that share a stemmed term with the task are ranked by BM25 (with a share of each score
-spread to its neighbours); the rest follow, newest first.
+spread to the lines around it, and more weight for lines said by someone the task names); the
+rest follow, newest first.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from .lexicon import query_terms
 from .packing import Packed
 from .result import LedgerRow
-from .retrieval import bm25_scores, spread_to_neighbours
+from .retrieval import bm25_scores, spread_to_neighbours, weight_named_speakers
 
 __all__ = ["SourceRanking", "rank_sources", "source_ledger_rows"]
 
@@ -23,9 +24,20 @@ class SourceRanking:
     order: list[int]  # every line, best first
 
 
-def rank_sources(texts: Sequence[str], row_tokens: Sequence[int], task: str) -> SourceRanking:
-    """BM25 matches best first (ties: newer first), then unmatched lines newest first."""
+def rank_sources(
+    texts: Sequence[str],
+    row_tokens: Sequence[int],
+    task: str,
+    rows: Sequence[str] | None = None,
+) -> SourceRanking:
+    """BM25 matches best first (ties: newer first), then unmatched lines newest first.
+
+    Scores spread to the lines around a match, then a line said by someone the task names
+    weighs more; ``rows`` are the lines as packed (a chat row opens with its role), where the
+    speaker is read, ``texts`` by default.
+    """
     scores = spread_to_neighbours(bm25_scores(texts, row_tokens, query_terms(task)), len(texts))
+    scores = weight_named_speakers(scores, texts if rows is None else rows, task)
     matched = sorted(scores, key=lambda i: (-scores[i], -i))
     unmatched = [i for i in range(len(texts) - 1, -1, -1) if i not in scores]
     return SourceRanking(scores, matched + unmatched)
