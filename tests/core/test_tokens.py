@@ -107,3 +107,21 @@ def test_row_costs_are_the_same_with_or_without_a_non_ascii_row(rows, other):
     other = other.replace("\n", " ").replace("\r", " ")
     expected = [_floored(r, len(LEXICAL_PATTERN.findall(r))) for r in [*rows, other]]
     assert row_costs(get_counter("lexical"), [*rows, other]) == expected
+
+
+@given(st.lists(_ASCII_TEXT.map(lambda t: t.replace("\n", " ")), max_size=12))
+def test_the_ascii_row_counts_are_the_lexical_pattern_s(rows):
+    """Rows of ASCII text are counted by byte translations, not the regex: the same counts,
+    white space of every kind (\\r, \\x0b, \\x1c-\\x1f) and punctuation included."""
+    from tomc._core.lexicon import LEXICAL_PATTERN
+    from tomc._core.tokens import _ascii_lexical_counts
+
+    assert _ascii_lexical_counts(rows) == [len(LEXICAL_PATTERN.findall(r)) for r in rows]
+
+
+def test_the_ascii_row_counts_refuse_a_row_with_a_line_break():
+    from tomc._core.tokens import _ascii_lexical_counts, get_counter, row_costs
+
+    assert _ascii_lexical_counts(["a b", "c\nd"]) is None
+    assert row_costs(get_counter("lexical"), ["a b", "c\nd"]) == [2, 2]
+    assert _ascii_lexical_counts(["\x1c,\x1f a_b!c"]) == [4]

@@ -31,6 +31,7 @@ from .records import CAPS, Record, candidate_records, format_ids
 from .result import CompileResult, LedgerRow, SourceUnit
 from .selection import SourceRanking, rank_sources, source_ledger_rows
 from .sources import History, SourceTable, read_history
+from .stamps import StampGroups, find_stamp_groups
 from .task_routes import TaskRoute, route_task
 from .tokens import LexicalCounter, TokenCounter, get_counter, row_costs
 
@@ -155,6 +156,7 @@ def _ledger(
                 out.unchanged_reason,
                 same_as=sources.same_as,
                 needs=sources.plan.needs,
+                stamps=sources.stamps,
             )
         )
     return tuple(rows)
@@ -247,14 +249,22 @@ def _pack(
         sources = _sources_beside(included, given, counter)
         kept_units = pack_sources(
             evidence_order(ranking.order, sources.plan),
-            sources.row_tokens,
+            sources.stamps.row_tokens,
             given.budget - record_used,
             same_as=sources.same_as,
             needs=sources.plan.needs,
+            stamps=sources.stamps,
         )
     order = ranking.order if ranking else ()
     packed = assemble_memory(
-        counter, included, sources.rows, sources.row_tokens, kept_units, order, given.budget
+        counter,
+        included,
+        sources.stamps.rows,
+        sources.stamps.row_tokens,
+        kept_units,
+        order,
+        given.budget,
+        sources.stamps,
     )
     if applied == "tomc" or packed.tokens <= given.input_tokens():
         return _Outcome(
@@ -288,17 +298,19 @@ def _pack(
 @dataclass(frozen=True, slots=True)
 class _Sources:
     """Source rows as packed beside the records: identical rows once, with where they occur,
-    and the evidence plan of the included STATE rows."""
+    the evidence plan of the included STATE rows, and the rows under shared stamps."""
 
     rows: Sequence[str]
     row_tokens: Sequence[int]
     same_as: dict[int, int]  # unit -> the identical unit that stands for it
     plan: EvidencePlan
+    stamps: StampGroups  # the rows as packed: a shared stamp once above its group
 
     @classmethod
     def plain(cls, given: _Given) -> _Sources:
-        """The rows as they are: no repeats folded, no evidence plan."""
-        return cls(given.rows, given.row_tokens, {}, EvidencePlan([], {}))
+        """The rows as they are: no repeats folded, no evidence plan, no stamp groups."""
+        stamps = StampGroups(list(given.rows), list(given.row_tokens), {}, [], [])
+        return cls(given.rows, given.row_tokens, {}, EvidencePlan([], {}), stamps)
 
 
 def _sources_beside(included: list[Record], given: _Given, counter: TokenCounter) -> _Sources:
@@ -328,7 +340,8 @@ def _sources_beside(included: list[Record], given: _Given, counter: TokenCounter
     plan = plan_evidence(
         (r.writer, r.later, r.mentioning) for r in included if r.kind == "state" and r.mentioning
     )
-    return _Sources(rows, row_tokens, same_as, plan)
+    stamps = find_stamp_groups(rows, row_tokens, counter)
+    return _Sources(rows, row_tokens, same_as, plan, stamps)
 
 
 def _unchanged(history: History, rows: Sequence[str], input_tokens: int) -> Packed:

@@ -203,9 +203,11 @@ def lines_with_all(entries: Sequence[CountEntry]) -> tuple[int, ...]:
 
 
 _TOKENS_AND_BREAKS = re.compile(rf"{WORD_PATTERN.pattern}|\n")
-# The same on ASCII text, without a Unicode category test per character (see
-# ASCII_LEXICAL_PATTERN): word runs are exactly the ASCII word characters there.
-_ASCII_TOKENS_AND_BREAKS = re.compile(r"[A-Za-z0-9_]+|\n")
+# On ASCII text word runs are exactly the runs of [A-Za-z0-9_] (see ASCII_LEXICAL_PATTERN): this
+# table keeps those bytes and line breaks and makes every other byte a space.
+_ASCII_WORDS_AND_BREAKS = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or c in (ord("_"), 10)) else 32 for c in range(256)
+)
 
 
 def top_terms(
@@ -214,22 +216,27 @@ def top_terms(
     """The ``k`` most frequent content words (ties alphabetical; ``None``: all), counted as
     whole words, and how many distinct content words there are. One tokenising pass."""
     lowered, _ = _lowered(texts)
-    pattern = _ASCII_TOKENS_AND_BREAKS if lowered.isascii() else _TOKENS_AND_BREAKS
-    tokens = pattern.findall(lowered)
-    totals = Counter(tokens)
+    if lowered.isascii():
+        # Word runs are what is left between the bytes that are not word characters: one
+        # translation and C-level splits, no match object per token (a property test pins it).
+        words = lowered.encode("ascii").translate(_ASCII_WORDS_AND_BREAKS).decode("ascii")
+        totals: Counter[str] = Counter(words.split())
+    else:
+        tokens = _TOKENS_AND_BREAKS.findall(lowered)
+        totals = Counter(tokens)
+        del totals["\n"]
+        words = " ".join(tokens)
     skip = set(exclude)
     candidates = [
-        t
-        for t in totals
-        if t != "\n" and is_content_word(t) and t not in skip and not CJK_CHAR.match(t)
+        t for t in totals if is_content_word(t) and t not in skip and not CJK_CHAR.match(t)
     ]
     ranked = sorted(candidates, key=lambda t: (-totals[t], t))
     chosen = ranked if k is None else ranked[:k]
     units: dict[str, list[int]] = {t: [] for t in chosen}
+    # Line by line through the words (split in C), not token by token in Python.
     wanted = frozenset(chosen)
-    # Line by line through the tokens joined (split in C), not token by token in Python.
-    for line, words in enumerate(" ".join(tokens).split("\n")):
-        for token in wanted.intersection(words.split()):
+    for line, line_words in enumerate(words.split("\n")):
+        for token in wanted.intersection(line_words.split()):
             units[token].append(line)
     entries = [CountEntry(t, totals[t], tuple(units[t]), ((t, totals[t]),)) for t in chosen]
     return entries, len(candidates)

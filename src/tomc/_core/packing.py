@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .records import CAPS, Record
 from .sources import SourceTable
+from .stamps import StampGroups
 from .tokens import TokenCounter, row_costs
 
 __all__ = [
@@ -103,16 +104,20 @@ def pack_sources(
     *,
     same_as: Mapping[int, int] | None = None,
     needs: Mapping[int, tuple[int, ...]] | None = None,
+    stamps: StampGroups | None = None,
 ) -> list[int]:
     """The rows, taken in ``order`` whenever they still fit, back in source order.
 
     ``same_as`` maps a row to the identical row that stands for it (a line is packed once,
     where its newest copy is, when any copy's turn comes); ``needs`` maps a row to rows it is
-    packed only beside, which ``order`` must decide before it.
+    packed only beside, which ``order`` must decide before it. With ``stamps``, the first row
+    of a group to be kept also pays for the group's stamp line.
     """
     left = budget
     kept: list[int] = []
     taken: set[int] = set()
+    group_of = stamps.group_of if stamps else {}
+    opened: set[int] = set()
     stand_ins = set(same_as.values()) if same_as else set()
     decided: set[int] = set()  # stand-ins whose turn came (through any of their copies)
     for index in order:
@@ -125,10 +130,15 @@ def pack_sources(
         if needs and index in needs and not taken.issuperset(needs[index]):
             continue
         cost = row_tokens[index]
+        group = group_of.get(index) if group_of else None
+        if group is not None and group not in opened:
+            cost += stamps.header_tokens[group]  # type: ignore[union-attr]
         if cost <= left:
             left -= cost
             kept.append(index)
             taken.add(index)
+            if group is not None:
+                opened.add(group)
     kept.sort()
     return kept
 
@@ -153,6 +163,7 @@ class Packed:
     kept_units: list[int]  # source order
     extra: dict[int, int]  # unit -> tokens beyond its own, joined with the line before it
     squeezed: frozenset[int]  # units that fitted alone but were left out for joined lines
+    headers: dict[int, int] = field(default_factory=dict)  # unit -> its stamp line's tokens
 
 
 def assemble_memory(
@@ -163,25 +174,56 @@ def assemble_memory(
     kept_units: list[int],
     rank_order: Sequence[int],
     budget: int,
+    stamps: StampGroups | None = None,
 ) -> Packed:
-    """Included records in packing order, then the kept source rows in source order."""
+    """Included records in packing order, then the kept source rows in source order.
+
+    With ``stamps``, ``rows`` and ``row_tokens`` are the stamp groups' and each group's stamp
+    line comes before its first kept row.
+    """
     texts = [r.text for r in records]
-    texts.extend(rows[i] for i in kept_units)
     costs = [r.tokens for r in records]
-    costs.extend(row_tokens[i] for i in kept_units)
+    unit_at: dict[int, int] = {}  # position in the memory -> the unit there (not a stamp line)
+    headers: dict[int, int] = {}  # unit -> tokens of the stamp line written above it
+    group_of = stamps.group_of if stamps else {}
+    previous = None
+    for unit in kept_units:
+        group = group_of.get(unit)
+        if group is not None and group != previous:
+            texts.append(stamps.headers[group])  # type: ignore[union-attr]
+            costs.append(stamps.header_tokens[group])  # type: ignore[union-attr]
+            headers[unit] = costs[-1]
+        previous = group
+        unit_at[len(texts)] = unit
+        texts.append(rows[unit])
+        costs.append(row_tokens[unit])
     if not hasattr(counter, "joins"):
-        return Packed("".join(t + "\n" for t in texts), sum(costs), kept_units, {}, frozenset())
-    offset = len(records)
-    position = {unit: offset + k for k, unit in enumerate(kept_units)}
+        memory = "".join(t + "\n" for t in texts)
+        return Packed(memory, sum(costs), kept_units, {}, frozenset(), headers)
+    position = {unit: p for p, unit in unit_at.items()}
     least_first = (position[unit] for unit in reversed(rank_order) if unit in position)
     settled = settle_joined_rows(counter, texts, costs, budget, least_first)
-    still = [kept_units[p - offset] for p in settled.kept if p >= offset]
+    still = [unit_at[p] for p in settled.kept if p in unit_at]
+    headers = {}
+    pending = None
+    for p in settled.kept:
+        if p >= len(records) and p not in unit_at:
+            pending = costs[p]
+        elif pending is not None:
+            headers[unit_at[p]], pending = pending, None
+    extra: dict[int, int] = {}
+    for p, tokens in settled.extra.items():
+        # A stamp line ends a joined run only before its group's first row: counted there.
+        unit = unit_at.get(p, unit_at.get(p + 1))
+        if unit is not None:
+            extra[unit] = extra.get(unit, 0) + tokens
     return Packed(
         "".join(texts[p] + "\n" for p in settled.kept),
         settled.total,
         still,
-        {kept_units[p - offset]: extra for p, extra in settled.extra.items()},
+        extra,
         frozenset(kept_units) - frozenset(still),
+        headers,
     )
 
 

@@ -46,7 +46,9 @@ class LedgerRow:
     ``kind`` is ``state | relation | count | source``. For state rows ``key`` is the variable
     and ``value`` its final value; for count rows ``key`` is the term and ``value`` the number
     of occurrences; for relation rows ``key`` is the path; for source rows ``key`` is the unit
-    id and ``value`` its BM25 score. ``text`` is exactly what is packed when ``included``.
+    id and ``value`` its BM25 score. ``text`` is exactly what is packed when ``included``,
+    except that a source line in a group of lines sharing a stamp is packed without it, under
+    the group's stamp line (its ``reason`` says so).
     """
 
     kind: str

@@ -14,6 +14,7 @@ from .lexicon import query_terms
 from .packing import Packed
 from .result import LedgerRow
 from .retrieval import bm25_scores, spread_to_neighbours, weight_named_speakers
+from .stamps import StampGroups
 
 __all__ = ["SourceRanking", "rank_sources", "source_ledger_rows"]
 
@@ -53,12 +54,15 @@ def source_ledger_rows(
     *,
     same_as: Mapping[int, int] | None = None,
     needs: Mapping[int, tuple[int, ...]] | None = None,
+    stamps: StampGroups | None = None,
 ) -> list[LedgerRow]:
     """One ledger row per source line: its score, whether it was kept and why.
 
     A kept line's tokens are what it adds where it stands (its own cost, plus any difference
-    from being counted together with the line before it). ``same_as`` and ``needs`` are the
-    packing's (an identical line packed once; a line held back for its key's writing line).
+    from being counted together with the line before it, plus its group's stamp line where it
+    is written above it). ``same_as``, ``needs`` and ``stamps`` are the packing's (an
+    identical line packed once; a line held back for its key's writing line; lines under a
+    shared stamp, whose costs are without it).
     """
     same_as = same_as or {}
     needs = needs or {}
@@ -69,6 +73,12 @@ def source_ledger_rows(
     kept = frozenset(packed.kept_units)
     scores = ranking.scores if ranking else {}
     rank_of = {index: rank for rank, index in enumerate(ranking.order, start=1)} if ranking else {}
+    group_of = stamps.group_of if stamps else {}
+    written = {group_of[unit] for unit in kept if unit in group_of}
+
+    def tokens_as_packed(unit: int) -> int:
+        return stamps.row_tokens[unit] if unit in group_of else row_tokens[unit]  # type: ignore[union-attr]
+
     out = []
     for i in range(total):
         score = scores.get(i, 0.0)
@@ -99,8 +109,20 @@ def source_ledger_rows(
                 "line break cost more together, and this line made room"
             )
         else:
-            reason = f"over budget (rank {rank_of[i]} of {total}, needs {row_tokens[i]} tokens)"
-        tokens = row_tokens[i]
+            need = tokens_as_packed(i)
+            if group_of.get(i, -1) not in written and i in group_of:
+                need += stamps.header_tokens[group_of[i]]  # type: ignore[union-attr]
+            reason = f"over budget (rank {rank_of[i]} of {total}, needs {need} tokens)"
+        tokens = tokens_as_packed(i)
+        if stamps is not None and i in group_of:
+            if i in packed.headers:
+                tokens += packed.headers[i]
+                reason += (
+                    f"; its stamp {stamps.headers[stamps.group_of[i]]} is written once above "
+                    f"it, for its group ({packed.headers[i]:+d} tokens)"
+                )
+            elif i in kept:
+                reason += "; under its group's stamp line (its own stamp left out)"
         if i in packed.extra:
             tokens += packed.extra[i]
             reason += f"; counted with the line before it ({packed.extra[i]:+d} tokens)"
