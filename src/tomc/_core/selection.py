@@ -73,12 +73,8 @@ def source_ledger_rows(
     kept = frozenset(packed.kept_units)
     scores = ranking.scores if ranking else {}
     rank_of = {index: rank for rank, index in enumerate(ranking.order, start=1)} if ranking else {}
-    group_of = stamps.group_of if stamps else {}
-    written = {group_of[unit] for unit in kept if unit in group_of}
-
-    def tokens_as_packed(unit: int) -> int:
-        return stamps.row_tokens[unit] if unit in group_of else row_tokens[unit]  # type: ignore[union-attr]
-
+    stamps = stamps or StampGroups(list(rows), list(row_tokens), {}, [], [])
+    written = {stamps.group_of[unit] for unit in kept if unit in stamps.group_of}
     out = []
     for i in range(total):
         score = scores.get(i, 0.0)
@@ -109,20 +105,10 @@ def source_ledger_rows(
                 "line break cost more together, and this line made room"
             )
         else:
-            need = tokens_as_packed(i)
-            if group_of.get(i, -1) not in written and i in group_of:
-                need += stamps.header_tokens[group_of[i]]  # type: ignore[union-attr]
+            need = _needed(stamps, i, written)
             reason = f"over budget (rank {rank_of[i]} of {total}, needs {need} tokens)"
-        tokens = tokens_as_packed(i)
-        if stamps is not None and i in group_of:
-            if i in packed.headers:
-                tokens += packed.headers[i]
-                reason += (
-                    f"; its stamp {stamps.headers[stamps.group_of[i]]} is written once above "
-                    f"it, for its group ({packed.headers[i]:+d} tokens)"
-                )
-            elif i in kept:
-                reason += "; under its group's stamp line (its own stamp left out)"
+        tokens, note = _as_packed(stamps, packed, i, i in kept)
+        reason += note
         if i in packed.extra:
             tokens += packed.extra[i]
             reason += f"; counted with the line before it ({packed.extra[i]:+d} tokens)"
@@ -130,3 +116,26 @@ def source_ledger_rows(
         row = LedgerRow("source", unit, f"{score:.3f}", rows[i], (unit,), tokens, i in kept, reason)
         out.append(row)
     return out
+
+
+def _needed(stamps: StampGroups, unit: int, written: set[int]) -> int:
+    """What a left-out line would have cost: with its group's stamp line if none is written."""
+    group = stamps.group_of.get(unit)
+    if group is None or group in written:
+        return stamps.row_tokens[unit]
+    return stamps.row_tokens[unit] + stamps.header_tokens[group]
+
+
+def _as_packed(stamps: StampGroups, packed: Packed, unit: int, kept: bool) -> tuple[int, str]:
+    """A line's tokens as packed (its stamp line included where it is written above it), and
+    what its reason says of the stamp."""
+    tokens = stamps.row_tokens[unit]
+    if unit not in stamps.group_of:
+        return tokens, ""
+    if unit in packed.headers:
+        stamp = stamps.headers[stamps.group_of[unit]]
+        return tokens + packed.headers[unit], (
+            f"; its stamp {stamp} is written once above it, for its group "
+            f"({packed.headers[unit]:+d} tokens)"
+        )
+    return tokens, "; under its group's stamp line (its own stamp left out)" if kept else ""
