@@ -449,6 +449,18 @@ def _data_dir_shown() -> str:
     return "../shared/data" if default == DATA_DIR else str(DATA_DIR)
 
 
+#: ``tomc_raw`` in the full run of commit a84fd13 (benchmarks/RESULTS.md there), before the
+#: window of three lines around a match, the named speakers' weight and the shared stamps: the
+#: figures this run's are read against, per category, at 1K / 2K / 4K / 8K tokens.
+LOCOMO_BEFORE = {
+    "1-4": (0.744, 0.807, 0.860, 0.902),
+    "1": (0.463, 0.562, 0.655, 0.735),
+    "2": (0.783, 0.853, 0.895, 0.949),
+    "3": (0.357, 0.418, 0.525, 0.627),
+    "4": (0.863, 0.911, 0.949, 0.968),
+}
+
+
 def _locomo_table(loco: dict, n_questions: int, skipped: int) -> list[str]:
     out: list[str] = []
     out += [
@@ -476,6 +488,10 @@ def _locomo_table(loco: dict, n_questions: int, skipped: int) -> list[str]:
                 values = [v for c in cats for v in loco.get((method, budget, c), [])]
                 cells.append(f"{statistics.mean(values):.3f}" if values else "-")
             out.append(f"| {method} | {label} | " + " | ".join(cells) + " |")
+    if budgets == [1000, 2000, 4000, 8000]:
+        for label, values in LOCOMO_BEFORE.items():
+            cells = " | ".join(f"{v:.3f}" for v in values)
+            out.append(f"| tomc_raw before (a84fd13) | {label} | {cells} |")
     return out
 
 

@@ -664,3 +664,49 @@ def test_count_rows_come_first_and_say_how_many_of_how_many(lines, k, budget) ->
         assert expected in memory
     else:
         assert not notes
+
+
+def _two_person_chat(seed: int) -> tuple[list[str], str, str, str]:
+    """A generated chat between two people: filler, one line of each about the same thing,
+    and a line two turns after a question that answers it without repeating its words."""
+    import random
+
+    rng = random.Random(seed)
+    first, second = rng.sample(["Ann", "Bob", "Chen", "Dana", "Eli", "Fay"], 2)
+    pet = rng.choice(["puppy", "kitten", "parrot"])
+    filler = [
+        f"{rng.choice((first, second))}: the weather was {rng.choice(('mild', 'grey', 'warm'))} "
+        f"and work was {rng.choice(('busy', 'slow', 'fine'))} {i}"
+        for i in range(60)
+    ]
+    theirs = f"{second}: we adopted a {pet}, a tiny {pet}"  # more of the task's words
+    answer = f"{first}: I adopted a {pet} from the shelter"
+    rows = filler[:20] + [theirs] + filler[20:40] + [answer] + filler[40:]
+    rows[50:50] = [
+        f"{second}: what did you do at the weekend, {first}?",
+        f"{first}: oh, so much",
+        f"{first}: we went camping by the lake",
+    ]
+    return rows, f"Which {pet} did {first} adopt?", answer, theirs
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_line_said_by_the_person_the_task_names_comes_before_another_s(seed: int) -> None:
+    rows, task, answer, theirs = _two_person_chat(seed)
+    cost = row_costs(get_counter("lexical"), [answer])[0]
+    result = tomc.compile_memory("\n".join(rows), task, budget_tokens=cost, strategy="rag")
+    assert result.compiled_memory == answer + "\n"
+    ledger = {row.text: row for row in result.ledger}
+    assert float(ledger[answer].value) > float(ledger[theirs].value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_evidence_two_lines_after_a_match_ranks_above_lines_far_from_any(seed: int) -> None:
+    rows, _, _, _ = _two_person_chat(seed)
+    person = rows[50].rsplit(" ", 1)[1].rstrip("?")
+    result = tomc.compile_memory(
+        "\n".join(rows), f"What did {person} do at the weekend?", budget_tokens=40, strategy="rag"
+    )
+    assert rows[52] in result.compiled_memory  # no word of the task, two lines after the question
+    ledger = {row.text: row for row in result.ledger}
+    assert float(ledger[rows[52]].value) > 0.0
