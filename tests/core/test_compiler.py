@@ -681,7 +681,7 @@ def _two_person_chat(seed: int) -> tuple[list[str], str, str, str]:
     ]
     theirs = f"{second}: we adopted a {pet}, a tiny {pet}"  # more of the task's words
     answer = f"{first}: I adopted a {pet} from the shelter"
-    rows = filler[:20] + [theirs] + filler[20:40] + [answer] + filler[40:]
+    rows = [*filler[:20], theirs, *filler[20:40], answer, *filler[40:]]
     rows[50:50] = [
         f"{second}: what did you do at the weekend, {first}?",
         f"{first}: oh, so much",
