@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,8 +44,30 @@ class Case:
         """The answer survives when its records, or all of its evidence lines, are kept."""
         if all(text in memory for text in self.expected):
             return True
-        kept = set(memory.splitlines())
+        kept = lines_as_read(memory)
         return all(line in kept for line in self.evidence)
+
+
+_STAMP_LINE = re.compile(r"\[[^\]\n]*\d[^\]\n]*\]")
+
+
+def lines_as_read(memory: str) -> set[str]:
+    """The memory's lines as a reader takes them: a line under a shared stamp line (the
+    compiler writes a stamp once above its group, in a history whose every line opens with one)
+    with the stamp put back in front; a line with a stamp of its own, and a repeated line's
+    note, as they are."""
+    out: set[str] = set()
+    stamp = None
+    for line in memory.splitlines():
+        if line.startswith("[the line above occurs "):
+            out.add(line)
+        elif _STAMP_LINE.fullmatch(line):
+            stamp = line
+        elif stamp is not None and not _STAMP_LINE.match(line):
+            out.add(f"{stamp} {line}")
+        else:
+            out.add(line)
+    return out
 
 
 def _log_line(rng: random.Random, i: int) -> str:

@@ -52,23 +52,34 @@ def test_spread_reaches_each_distance_of_the_window_and_stays_inside_the_history
     assert spread == pytest.approx({0: 0.1, 1: 0.2, 2: 0.4, 3: 1.0, 4: 0.4, 5: 0.2})
 
 
+def test_a_line_between_matches_never_outranks_them() -> None:
+    # every other line says the counted word: the ones between get shares from six matches
+    scores = {i: 1.0 for i in range(0, 13, 2)}
+    spread = spread_to_neighbours(scores, 13, (0.4, 0.2, 0.1))
+    assert max(spread[i] for i in range(1, 13, 2)) == pytest.approx(0.4)
+    assert min(spread[i] for i in scores) > 1.0
+
+
 @given(
     scores=st.dictionaries(st.integers(0, 11), st.floats(0.1, 10.0), max_size=12),
     weights=st.lists(st.floats(0.0, 1.0), max_size=4),
 )
 def test_spread_matches_a_brute_force_sum(scores: dict[int, float], weights: list[float]) -> None:
+    """A match gets its own score plus every share around it; a line without one gets the
+    shares, capped at the largest weight times its best neighbour's score."""
     count = 12
     expected: dict[int, float] = {}
     for line in range(count):
-        total = scores.get(line, 0.0)
-        touched = line in scores
-        for other, score in scores.items():
-            distance = abs(other - line)
-            if 1 <= distance <= len(weights) and weights[distance - 1]:
-                total += weights[distance - 1] * score
-                touched = True
-        if touched:
-            expected[line] = total
+        shares = [
+            (weights[abs(other - line) - 1] * score, score)
+            for other, score in scores.items()
+            if 1 <= abs(other - line) <= len(weights) and weights[abs(other - line) - 1]
+        ]
+        if line in scores:
+            expected[line] = scores[line] + sum(share for share, _ in shares)
+        elif shares:
+            cap = max(w for w in weights if w) * max(score for _, score in shares)
+            expected[line] = min(sum(share for share, _ in shares), cap)
     spread = spread_to_neighbours(scores, count, weights)
     assert spread.keys() == expected.keys()
     for line, total in expected.items():

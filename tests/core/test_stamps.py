@@ -34,13 +34,11 @@ def restored(memory: str) -> list[str]:
     return out
 
 
-def test_a_run_of_one_stamp_is_a_group_and_a_lone_stamp_or_a_level_is_not() -> None:
+def test_a_run_of_one_stamp_is_a_group_and_a_lone_stamp_is_not() -> None:
     rows = [
         "[1 May 2023] Ann: hi",
         "[1 May 2023] Bob: hello",
         "[2 May 2023] Ann: alone on this day",
-        "[INFO] started",
-        "[INFO] stopped",
         "[3 May 2023] Bob: again",
         "[3 May 2023] Ann: yes",
         "[4 May 2023] [5 May 2023] two stamps",
@@ -48,11 +46,23 @@ def test_a_run_of_one_stamp_is_a_group_and_a_lone_stamp_or_a_level_is_not() -> N
     ]
     counter = LexicalCounter()
     groups = find_stamp_groups(rows, row_costs(counter, rows), counter)
-    assert groups.group_of == {0: 0, 1: 0, 5: 1, 6: 1}
+    assert groups.group_of == {0: 0, 1: 0, 3: 1, 4: 1}
     assert groups.headers == ["[1 May 2023]", "[3 May 2023]"]
-    assert groups.rows[0] == "Ann: hi" and groups.rows[2] == rows[2] and groups.rows[3] == rows[3]
+    assert groups.rows[0] == "Ann: hi" and groups.rows[2] == rows[2] and groups.rows[5] == rows[5]
     assert groups.row_tokens == row_costs(counter, groups.rows)
     assert groups.header_tokens == row_costs(counter, groups.headers)
+
+
+@pytest.mark.parametrize(
+    "odd_one",
+    ["[INFO] a level is no stamp", "db_host = db-1.internal", "[1 May 2023]no space after it"],
+)
+def test_no_groups_unless_every_line_opens_with_a_stamp(odd_one: str) -> None:
+    # in the memory, a line without a stamp would read as said at the group's time
+    rows = ["[1 May 2023] Ann: hi", "[1 May 2023] Bob: hello", odd_one, "[1 May 2023] Ann: bye"]
+    counter = LexicalCounter()
+    groups = find_stamp_groups(rows, row_costs(counter, rows), counter)
+    assert not groups.grouped and groups.rows == rows
 
 
 def test_the_memory_writes_each_stamp_once_and_keeps_each_line_after_it_exactly() -> None:

@@ -125,18 +125,32 @@ def bm25_scores(
 def spread_to_neighbours(
     scores: dict[int, float], count: int, weights: Sequence[float] = NEIGHBOUR_WEIGHTS
 ) -> dict[int, float]:
-    """Add ``weights[d - 1]`` times each line's score to the lines ``d`` before and after it
-    (linear in matches: at most ``2 * len(weights)`` additions each)."""
+    """Each line's score plus ``weights[d - 1]`` times the score of each match ``d`` lines
+    before and after it (linear in matches: at most ``2 * len(weights)`` additions each).
+
+    A line with no score of its own gets at most ``weights[0]`` times its best neighbour's
+    score, however many matches surround it: between two lines that each say a counted word, a
+    line that does not never outranks them.
+    """
     weights = [(distance, w) for distance, w in enumerate(weights, start=1) if w]
     if not weights:
         return scores
-    spread = dict(scores)
+    received: dict[int, float] = {}
+    best: dict[int, float] = {}  # a line with no score of its own -> its best neighbour's
     for index, score in scores.items():
         for distance, weight in weights:
             share = weight * score
             for neighbour in (index - distance, index + distance):
                 if 0 <= neighbour < count:
-                    spread[neighbour] = spread.get(neighbour, 0.0) + share
+                    received[neighbour] = received.get(neighbour, 0.0) + share
+                    if neighbour not in scores and score > best.get(neighbour, 0.0):
+                        best[neighbour] = score
+    cap = max(w for _, w in weights)
+    spread = {
+        line: min(total, cap * best[line]) for line, total in received.items() if line in best
+    }
+    for index, score in scores.items():
+        spread[index] = score + received.get(index, 0.0)
     return spread
 
 

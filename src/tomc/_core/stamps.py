@@ -6,7 +6,9 @@ written once, on a line of its own, above the kept lines of its group; each of t
 the rest of its text exactly. The stamp costs a tenth to a third of a chat line; on LoCoMo the
 room it frees holds more evidence at every budget.
 
-A group is a run of at least two consecutive source lines whose stamps are identical; a stamp is
+Only a history whose every line opens with a stamp has groups: in the memory, a line
+without a stamp of its own would read as said at the time of the group above it. There, a
+group is a run of at least two consecutive source lines whose stamps are identical; a stamp is
 bracketed, holds a digit (a time or a date, not a level such as ``[INFO]``) and is followed by a
 space, and the rest of the line does not open with another (it would read as a line with a stamp
 of its own, which is how a reader tells a line outside a group). Since a group is a run of
@@ -44,11 +46,14 @@ class StampGroups:
 
 
 def _runs(rows: Sequence[str]) -> list[tuple[int, int, str]]:
-    """``(first, last, stamp)`` of every run of two or more rows opening with one stamp."""
+    """``(first, last, stamp)`` of every run of two or more rows opening with one stamp; none
+    unless every row opens with a stamp."""
     runs: list[tuple[int, int, str]] = []
     first, current = 0, None
     for index, row in enumerate([*rows, ""]):
         found = _STAMP.match(row) if row.startswith("[") else None
+        if found is None and index < len(rows):
+            return []  # a line without a stamp would read as one of the group above it
         stamp = found.group() if found else None
         if stamp and _STAMP.match(row, len(stamp)):
             stamp = None  # its rest would read as a line with a stamp of its own
