@@ -309,7 +309,7 @@ class _Sources:
     @classmethod
     def plain(cls, given: _Given) -> _Sources:
         """The rows as they are: no repeats folded, no evidence plan, no stamp groups."""
-        stamps = StampGroups(list(given.rows), list(given.row_tokens), {}, [], [])
+        stamps = StampGroups.none(given.rows, given.row_tokens)
         return cls(given.rows, given.row_tokens, {}, EvidencePlan([], {}), stamps)
 
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .lexicon import (
+    ASCII_WORDS_AND_BREAKS,
     CJK_CHAR,
     CJK_RANGES,
     CJK_STOP_CHARS,
@@ -203,11 +204,6 @@ def lines_with_all(entries: Sequence[CountEntry]) -> tuple[int, ...]:
 
 
 _TOKENS_AND_BREAKS = re.compile(rf"{WORD_PATTERN.pattern}|\n")
-# On ASCII text word runs are exactly the runs of [A-Za-z0-9_] (see ASCII_LEXICAL_PATTERN): this
-# table keeps those bytes and line breaks and makes every other byte a space.
-_ASCII_WORDS_AND_BREAKS = bytes(
-    c if chr(c).isascii() and (chr(c).isalnum() or c in (ord("_"), 10)) else 32 for c in range(256)
-)
 
 
 def top_terms(
@@ -219,7 +215,7 @@ def top_terms(
     if lowered.isascii():
         # Word runs are what is left between the bytes that are not word characters: one
         # translation and C-level splits, no match object per token (a property test pins it).
-        words = lowered.encode("ascii").translate(_ASCII_WORDS_AND_BREAKS).decode("ascii")
+        words = lowered.encode("ascii").translate(ASCII_WORDS_AND_BREAKS).decode("ascii")
         totals: Counter[str] = Counter(words.split())
     else:
         tokens = _TOKENS_AND_BREAKS.findall(lowered)

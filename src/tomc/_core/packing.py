@@ -184,7 +184,6 @@ def assemble_memory(
     texts = [r.text for r in records]
     costs = [r.tokens for r in records]
     unit_at: dict[int, int] = {}  # position in the memory -> the unit there (not a stamp line)
-    headers: dict[int, int] = {}  # unit -> tokens of the stamp line written above it
     group_of = stamps.group_of if stamps else {}
     previous = None
     for unit in kept_units:
@@ -192,25 +191,19 @@ def assemble_memory(
         if group is not None and group != previous:
             texts.append(stamps.headers[group])  # type: ignore[union-attr]
             costs.append(stamps.header_tokens[group])  # type: ignore[union-attr]
-            headers[unit] = costs[-1]
         previous = group
         unit_at[len(texts)] = unit
         texts.append(rows[unit])
         costs.append(row_tokens[unit])
     if not hasattr(counter, "joins"):
         memory = "".join(t + "\n" for t in texts)
+        headers = _stamp_lines_above(range(len(texts)), unit_at, costs, len(records), group_of)
         return Packed(memory, sum(costs), kept_units, {}, frozenset(), headers)
     position = {unit: p for p, unit in unit_at.items()}
     least_first = (position[unit] for unit in reversed(rank_order) if unit in position)
     settled = settle_joined_rows(counter, texts, costs, budget, least_first)
     still = [unit_at[p] for p in settled.kept if p in unit_at]
-    headers = {}
-    pending = None
-    for p in settled.kept:
-        if p >= len(records) and p not in unit_at:
-            pending = costs[p]
-        elif pending is not None:
-            headers[unit_at[p]], pending = pending, None
+    headers = _stamp_lines_above(settled.kept, unit_at, costs, len(records), group_of)
     extra: dict[int, int] = {}
     for p, tokens in settled.extra.items():
         # A stamp line ends a joined run only before its group's first row: counted there.
@@ -225,6 +218,27 @@ def assemble_memory(
         frozenset(kept_units) - frozenset(still),
         headers,
     )
+
+
+def _stamp_lines_above(
+    kept: Iterable[int],
+    unit_at: Mapping[int, int],
+    costs: Sequence[int],
+    first_row: int,
+    group_of: Mapping[int, int],
+) -> dict[int, int]:
+    """Unit -> tokens of the stamp line written right above it, over the positions ``kept``
+    (rows from ``first_row`` on; those that hold no unit are stamp lines). None without groups."""
+    headers: dict[int, int] = {}
+    if not group_of:
+        return headers
+    pending = None
+    for p in kept:
+        if p >= first_row and p not in unit_at:
+            pending = costs[p]
+        elif pending is not None:
+            headers[unit_at[p]], pending = pending, None
+    return headers
 
 
 @dataclass(frozen=True, slots=True)

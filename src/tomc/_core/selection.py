@@ -73,7 +73,7 @@ def source_ledger_rows(
     kept = frozenset(packed.kept_units)
     scores = ranking.scores if ranking else {}
     rank_of = {index: rank for rank, index in enumerate(ranking.order, start=1)} if ranking else {}
-    stamps = stamps or StampGroups(list(rows), list(row_tokens), {}, [], [])
+    stamps = stamps or StampGroups.none(rows, row_tokens)
     written = {stamps.group_of[unit] for unit in kept if unit in stamps.group_of}
     out = []
     for i in range(total):

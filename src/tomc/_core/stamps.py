@@ -34,11 +34,16 @@ _STAMP = re.compile(r"\[[^\]\n]{0,80}\d[^\]\n]{0,80}\] ")
 class StampGroups:
     """Rows as packed under their group's stamp, and the groups' stamp lines."""
 
-    rows: list[str]  # each row, without its stamp where it is in a group
-    row_tokens: list[int]
+    rows: Sequence[str]  # each row, without its stamp where it is in a group
+    row_tokens: Sequence[int]
     group_of: dict[int, int]  # unit -> its group (grouped units only)
     headers: list[str]  # group -> the stamp as a line of its own
     header_tokens: list[int]
+
+    @classmethod
+    def none(cls, rows: Sequence[str], row_tokens: Sequence[int]) -> StampGroups:
+        """The rows as they are, in no group."""
+        return cls(rows, row_tokens, {}, [], [])
 
     @property
     def grouped(self) -> bool:
@@ -69,9 +74,9 @@ def find_stamp_groups(
 ) -> StampGroups:
     """The stamp groups of ``rows`` (none: the rows as they are)."""
     runs = _runs(rows)
-    out_rows, out_tokens = list(rows), list(row_tokens)
     if not runs:
-        return StampGroups(out_rows, out_tokens, {}, [], [])
+        return StampGroups.none(rows, row_tokens)
+    out_rows, out_tokens = list(rows), list(row_tokens)
     headers = [stamp.rstrip() for _, _, stamp in runs]
     members = [
         (unit, g) for g, (first, last, _) in enumerate(runs) for unit in range(first, last + 1)

@@ -23,7 +23,13 @@ from typing import Protocol, runtime_checkable
 
 from .bpe import BPE_ENCODINGS, BpeCounter
 from .errors import InvalidOptionError
-from .lexicon import ASCII_LEXICAL_PATTERN, LEXICAL_PATTERN, lexical_pattern
+from .lexicon import (
+    ASCII_LEXICAL_PATTERN,
+    ASCII_WORD_BYTES,
+    ASCII_WORDS_AND_BREAKS,
+    LEXICAL_PATTERN,
+    lexical_pattern,
+)
 
 __all__ = [
     "BPE_ENCODINGS",
@@ -122,25 +128,23 @@ def row_costs(counter: TokenCounter, rows: Sequence[str]) -> list[int]:
 # On ASCII text a lexical token is a run of [A-Za-z0-9_] or one other non-space character, so
 # a row's count is its word runs plus its punctuation marks. Both come from byte translations
 # of all rows at once (C-level, about a quarter of a regex pass with a match object per token):
-# one maps word characters to "a" and everything else but the line break to a space (the runs
-# are then what bytes.split finds), the other deletes all but punctuation and line breaks.
-_WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+# one keeps word characters and line breaks and makes the rest spaces (the runs are then what
+# bytes.split finds), the other deletes all but punctuation and line breaks.
 _SPACE_BYTES = bytes(c for c in range(128) if chr(c).isspace() and c != 10)  # str's white space
-_RUNS_OF_WORDS = bytes(
-    ord("a") if c in _WORD_BYTES else 10 if c == 10 else 32 if c < 128 else c for c in range(256)
-)
-_NOT_PUNCTUATION = _WORD_BYTES + _SPACE_BYTES
+_NOT_PUNCTUATION = ASCII_WORD_BYTES + _SPACE_BYTES
 
 
 def _ascii_lexical_counts(rows: Sequence[str]) -> list[int] | None:
     """``len(ASCII_LEXICAL_PATTERN.findall(row))`` of each ASCII row (a property test pins it);
     None when a row holds a line break, which would shift the rows."""
+    if not rows:
+        return []
     whole = "\n".join(rows).encode("ascii")
-    if whole.count(b"\n") != len(rows) - 1 and rows:
+    if whole.count(b"\n") != len(rows) - 1:
         return None
-    runs = map(len, map(bytes.split, whole.translate(_RUNS_OF_WORDS).split(b"\n")))
+    runs = map(len, map(bytes.split, whole.translate(ASCII_WORDS_AND_BREAKS).split(b"\n")))
     marks = map(len, whole.translate(None, _NOT_PUNCTUATION).split(b"\n"))
-    return [r + m for r, m in zip(runs, marks, strict=True)] if rows else []
+    return [r + m for r, m in zip(runs, marks, strict=True)]
 
 
 def get_counter(spec: str | TokenCounter = "lexical") -> TokenCounter:
