@@ -1,0 +1,163 @@
+"""Values read in the formats tools print them, against renderings of a known mapping."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tomc._core.values import Value, newest_values, read_values
+
+_KEY = st.from_regex(r"[a-z][a-z0-9]{1,7}(?:_[a-z0-9]{1,6}){0,2}", fullmatch=True)
+# Values as configs hold them: numbers, ids, hosts, paths, versions (no spaces, no quotes).
+_VALUE = st.from_regex(r"[a-z0-9][a-z0-9.\-/:]{0,20}[a-z0-9]", fullmatch=True).filter(
+    lambda v: v not in ("true", "false") and "//" not in v and " " not in v
+)
+_FLAT = st.dictionaries(_KEY, _VALUE, min_size=1, max_size=6)
+_NESTED = st.dictionaries(_KEY, _FLAT, min_size=1, max_size=3)
+
+
+def _pairs(found: list[Value]) -> dict[str, str]:
+    return {v.name: v.value for v in found}
+
+
+def _flat(nested: dict[str, dict[str, str]]) -> dict[str, str]:
+    return {f"{s}.{k}": v for s, inner in nested.items() for k, v in inner.items()}
+
+
+@given(_NESTED)
+def test_json_lines_and_pretty_json_give_dotted_paths(nested: dict[str, dict[str, str]]) -> None:
+    assert _pairs(read_values([json.dumps(nested)])) == _flat(nested)
+    assert _pairs(read_values(json.dumps(nested, indent=2).splitlines())) == _flat(nested)
+    # after a log prefix too
+    line = "2026-11-03T10:00:01Z INFO config loaded " + json.dumps(nested)
+    assert _pairs(read_values([line])) == _flat(nested)
+
+
+@given(_NESTED)
+def test_yaml_nests_by_indentation(nested: dict[str, dict[str, str]]) -> None:
+    lines = []
+    for section, inner in nested.items():
+        lines.append(f"{section}:")
+        lines.extend(f"  {k}: {v}" for k, v in inner.items())
+    assert _pairs(read_values(lines)) == _flat(nested)
+
+
+@given(_NESTED, st.sampled_from([" = ", "=", ": "]))
+def test_toml_and_ini_sections(nested: dict[str, dict[str, str]], sep: str) -> None:
+    lines = []
+    for section, inner in nested.items():
+        lines += [f"[{section}]", *(f"{k}{sep}{v}" for k, v in inner.items()), ""]
+    assert _pairs(read_values(lines)) == _flat(nested)
+
+
+@given(_FLAT)
+def test_env_export_and_headers(flat: dict[str, str]) -> None:
+    env = [f"{k.upper()}={v}" for k, v in flat.items()]
+    assert _pairs(read_values(env)) == {k.upper(): v for k, v in flat.items()}
+    exported = [f'export {k.upper()}="{v}"' for k, v in flat.items()]
+    assert _pairs(read_values(exported)) == {k.upper(): v for k, v in flat.items()}
+    headers = [f"X-{k.replace('_', '-').title()}: {v}" for k, v in flat.items()]
+    found = read_values(headers)
+    assert _pairs(found) == {f"X-{k.replace('_', '-').title()}": v for k, v in flat.items()}
+    assert {v.form for v in found} == {"header"}
+
+
+@given(_FLAT)
+def test_logfmt_pairs_take_the_records_scope(flat: dict[str, str]) -> None:
+    line = "ts=2026-11-03T10:00:01Z level=info service=ingest-worker " + " ".join(
+        f"{k}={v}" for k, v in flat.items() if k != "service"
+    )
+    expected = {f"ingest-worker {k}": v for k, v in flat.items() if k != "service"}
+    assert _pairs(read_values([line])) == expected
+
+
+@given(st.lists(_KEY, min_size=3, max_size=5, unique=True), st.data())
+def test_tables_give_each_cell_by_row_and_column(columns: list[str], data) -> None:
+    labels = data.draw(st.lists(_KEY, min_size=1, max_size=4, unique=True))
+    rows = {
+        label: data.draw(st.lists(_VALUE, min_size=len(columns) - 1, max_size=len(columns) - 1))
+        for label in labels
+    }
+    expected = {
+        f"{label}.{c}": v
+        for label, cells in rows.items()
+        for c, v in zip(columns[1:], cells, strict=True)
+    }
+    markdown = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    markdown += ["| " + " | ".join([label, *cells]) + " |" for label, cells in rows.items()]
+    assert _pairs(read_values(markdown)) == expected
+    csv = [",".join(columns), *(",".join([label, *cells]) for label, cells in rows.items())]
+    assert _pairs(read_values(csv)) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "pair"),
+    [
+        ("RETRY_BUDGET_SECONDS = 417", ("RETRY_BUDGET_SECONDS", "417")),
+        ("MAX_LINE: int = 65536", ("MAX_LINE", "65536")),
+        ("DEFAULT_REGION = 'eu-north-7'  # moved in March", ("DEFAULT_REGION", "eu-north-7")),
+        ("requests==2.31.4", ("requests", "2.31.4")),
+        ("WARN retry exhausted ticket=OPS-4471 after 3 tries", ("ticket", "OPS-4471")),
+        (
+            "image: registry.example.com/team/app:1.4.2",
+            ("image", "registry.example.com/team/app:1.4.2"),
+        ),
+    ],
+)
+def test_one_line_forms(line: str, pair: tuple[str, str]) -> None:
+    assert [(v.name, v.value) for v in read_values([line])] == [pair]
+
+
+CODE = """\
+import os
+
+DEFAULT_TIMEOUT = 30
+
+class Reader:
+    def __init__(self, fd, mode='r', buffering=-1):
+        self.fd = os.dup(fd)
+        self.mode = mode
+        x = y
+        name = default
+        if x:
+            return 5
+        call(encoding='utf-8', errors=None)
+    else:
+        pass
+Note: the primary bucket moved to the new account after a long review
+"""
+
+
+def test_expressions_and_code_are_not_values() -> None:
+    """Only literals are facts: ``self.fd = os.dup(fd)``, ``x = y``, keyword arguments and a
+    sentence after a colon are not."""
+    assert [(v.name, v.value) for v in read_values(CODE.splitlines())] == [
+        ("DEFAULT_TIMEOUT", "30")
+    ]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["1", "2", "3"])), max_size=30
+    )
+)
+def test_newest_values_is_set_semantics(writes: list[tuple[str, str]]) -> None:
+    """Against a plain replay: the newest value per key wins, and it lists exactly the
+    earlier values that differed from the one after them."""
+    readings = [(Value(k, v, i, "assign"), i) for i, (k, v) in enumerate(writes)]
+    found = newest_values(readings)
+    current: dict[str, tuple[str, int]] = {}
+    replaced: dict[str, list[str]] = {}
+    for i, (k, v) in enumerate(writes):
+        if k in current and current[k][0] != v:
+            replaced.setdefault(k, []).append(current[k][0])
+        current[k] = (v, i)
+    assert {key: (h.current.value, h.origin) for (_, key), h in found.items()} == current
+    assert {
+        key: [r.value for r, _ in h.replaced] for (_, key), h in found.items() if h.replaced
+    } == replaced
+    # ordered by each key's newest reading
+    assert [key for _, key in found] == sorted(current, key=lambda k: current[k][1])
