@@ -175,11 +175,34 @@ def reference_pack(tokens: Sequence[int], budget: int) -> list[int]:
     return taken
 
 
+def _humps_split(text: str) -> str:
+    """``maxBatch`` -> ``max_Batch``: an underscore wherever [a-z0-9] meets [A-Z]."""
+    out = []
+    for position, char in enumerate(text):
+        before = text[position - 1] if position else ""
+        if "A" <= char <= "Z" and ("a" <= before <= "z" or "0" <= before <= "9"):
+            out.append("_")
+        out.append(char)
+    return "".join(out)
+
+
 def reference_bm25(
     texts: Sequence[str], lengths: Sequence[int], terms: Sequence[str], k1: float, b: float
 ) -> dict[int, float]:
-    """Textbook BM25 over fully stemmed lines; lines without a query term are left out."""
-    stemmed = [[stem(token) for token in word_tokens(text)] for text in texts]
+    """Textbook BM25 over fully stemmed lines; lines without a query term are left out.
+
+    A line's tokens are the parts of its words: a word is split where a lower-case letter or
+    digit meets a capital and at each ``_``, then each part is stemmed (query terms here hold no
+    ``_``; a term written as an identifier is matched whole, tested on its own)."""
+    stemmed = [
+        [
+            stem(part)
+            for token in word_tokens(_humps_split(text))
+            for part in token.split("_")
+            if part
+        ]
+        for text in texts
+    ]
     n = len(texts)
     average = (sum(lengths) / n) or 1.0
     scores: dict[int, float] = {}

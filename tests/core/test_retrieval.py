@@ -137,3 +137,28 @@ def test_bm25_matches_reference(line_alphabet: str, query_alphabet: str, data) -
     assert fast.keys() == slow.keys()
     for index, score in fast.items():
         assert score == pytest.approx(slow[index])
+
+
+def test_task_words_meet_identifiers() -> None:
+    """A person names ``max_batch`` "max batch": identifiers are read as their parts, snake,
+    kebab, dotted, SCREAMING and camelCase alike, and an identifier in the query is matched
+    whole."""
+    rows = [
+        '{"service": "ingest-worker", "max_batch": 72613}',
+        "export UPSTREAM_TOKEN_TTL=3600",
+        "upstreamTokenTtl: 3600",
+        "limits.maxBatch = 5",
+        "nothing about it here",
+        "batchmax = 9",  # one word: no part of it is "max" or "batch"
+    ]
+    scores = bm25_scores(rows, [6] * len(rows), query_terms("the ingest worker's max batch"))
+    assert set(scores) == {0, 3}
+    assert scores[0] > scores[3]  # four words of the task beat two
+    scores = bm25_scores(rows, [6] * len(rows), query_terms("upstream token TTL"))
+    assert set(scores) == {1, 2}
+    whole = bm25_scores(
+        ["deploy_target = prod", "my_deploy_target_x", "deploy"],
+        [3, 3, 1],
+        query_terms("What is deploy_target?"),
+    )
+    assert set(whole) == {0, 1}

@@ -3,6 +3,12 @@
 Only the query's terms matter for one query, so instead of indexing every token this scans the
 text once with a pattern that finds the query terms' surface forms (a stem is always a prefix
 of its words) and re-stems the few matches to confirm them.
+
+Identifiers are read as the words they are made of, because a person names them in plain words:
+"the ingest worker's max batch" meets ``ingest-worker`` and ``max_batch``, "upstream token TTL"
+meets ``UPSTREAM_TOKEN_TTL`` and ``upstreamTokenTtl``. A part starts after ``_`` as after any
+non-word character, and a camelCase hump starts a part; a query term written as an identifier
+(``deploy_target``) still matches it whole.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from .lexicon import CJK_RANGES, WORD_CHAR, WORD_PATTERN, stem
+from .lexicon import CJK_RANGES, WORD_PATTERN, stem
 
 __all__ = [
     "BM25_B",
@@ -36,6 +42,11 @@ NEIGHBOUR_WEIGHTS = (0.4, 0.2, 0.1)
 #: two-person chat, so BM25 alone gives it almost no weight, yet the question is about what
 #: that person said (LoCoMo: +2 to +4 points of evidence recall at every budget).
 SPEAKER_WEIGHT = 3.0
+#: A character inside one part of an identifier: a word character other than ``_`` (and CJK).
+PART_CHAR = rf"[^\W_{CJK_RANGES}]"
+# A lower-case letter or digit followed by a capital: where a camelCase identifier's next part
+# begins. An underscore is put there, so the lower-cased text keeps the boundary.
+_CAMEL_HUMP = re.compile(r"(?=[A-Z])(?<=[a-z0-9])")
 
 
 def _surface_pattern(terms: Sequence[str]) -> re.Pattern[str]:
@@ -52,9 +63,9 @@ def _surface_pattern(terms: Sequence[str]) -> re.Pattern[str]:
     parts = ["\n"]
     if words:
         alternatives = "|".join(map(re.escape, words))
-        # Query terms start with a word character (lexicon.query_terms): after another one,
-        # a match would sit inside a longer word.
-        parts.append(rf"(?<!{WORD_CHAR})(?:{alternatives}){WORD_CHAR}*")
+        # Query terms start with a word character (lexicon.query_terms): after a letter or
+        # digit a match would sit inside a longer word; after `_` it starts a part.
+        parts.append(rf"(?<!{PART_CHAR})(?:{alternatives}){PART_CHAR}*")
     if cjk:
         parts.append("[" + "".join(cjk) + "]")
     return re.compile(f"(?=[{re.escape(starts)}])(?:{'|'.join(parts)})")
@@ -75,6 +86,8 @@ def term_frequencies(
     if joined.count("\n") != len(texts) - 1:
         # A break inside a line would shift the count; to the pattern it is white space anyway.
         joined = "\n".join(text.replace("\n", " ") for text in texts)
+    if not joined.islower():
+        joined = _CAMEL_HUMP.sub("_", joined)
     stems: dict[str, str] = {"\n": "\n"}
     by_line: dict[int, dict[str, int]] = {}
     line = 0
