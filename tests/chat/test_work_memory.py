@@ -90,10 +90,18 @@ def test_never_over_budget_and_lines_are_verbatim(history, budget, with_focus):
         assert METER.count(memory.text) <= max(budget, header_cost)
     outputs = {line for e in entries for o in e.outputs for line in o.text.splitlines()}
     notes = {line for e in entries for line in e.text.splitlines()}
+    in_values = False
     for line in memory.text.splitlines()[1:]:
-        assert CALL.match(line) or line in outputs or line.removeprefix("assistant: ") in notes, (
-            line
+        in_values = line.startswith("[values these calls read") or (
+            in_values and not (CALL.match(line) or line.startswith("[calls "))
         )
+        assert (
+            CALL.match(line)
+            or line.startswith(("[calls ", "[replaced later: "))
+            or in_values
+            or line in outputs
+            or line.removeprefix("assistant: ") in notes
+        ), line
 
 
 def test_recent_work_is_preferred_when_the_budget_is_tight():

@@ -13,11 +13,17 @@ What is kept is chosen for the step the agent is on, because that is what the ne
   and notes), with a boost for output of calls that touch the files the latest step works on,
   and one for lines the work showed more than once (the code it keeps going back to);
 - lines no query term reaches fill what is left, newest first;
-- headers of calls with no kept line are listed last, newest first, while room remains, so the
-  agent still sees what it already ran.
+- a line that matches the task strongly outranks filler from a newer call, and lines that stand
+  out (errors and warnings, tracebacks, URLs, ids and hashes, version pins, a value, a sentence
+  among code or a JSON record among log lines) outrank ordinary lines of their call.
 
-Packing takes whole lines, charges a call's header with its first kept line, and never exceeds
-the budget by the meter that will judge the request.
+The action log is never lost: every call keeps its header, in order, whether or not any of its
+lines is kept; a run of calls that kept no line is folded into one line that still names each
+call's arguments (shortened when the log would take more than :data:`ACTION_LOG_SHARE` of the
+budget). The values the calls read head the memory (:mod:`.work_values`), newest per key.
+
+Packing takes whole lines, reserves the action log first, and never exceeds the budget by the
+meter that will judge the request.
 """
 
 from __future__ import annotations
@@ -31,8 +37,16 @@ from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores
 from ._changed_files import changed_files
 from ._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
+from ._work_values import LATER, VALUES_SHARE, read_work_values, values_section
 
-__all__ = ["FRAMING", "MAX_HEADER_ARGS", "WorkMemory", "build_work_memory", "call_header"]
+__all__ = [
+    "ACTION_LOG_SHARE",
+    "FRAMING",
+    "MAX_HEADER_ARGS",
+    "WorkMemory",
+    "build_work_memory",
+    "call_header",
+]
 
 #: Characters of a call's arguments shown in its header.
 MAX_HEADER_ARGS = 160
@@ -54,9 +68,21 @@ BM25_WEIGHT = 1.0
 RECENCY_WEIGHT = 3.0
 FOCUS_WEIGHT = 1.0
 REPEAT_WEIGHT = 1.0
+#: A line's BM25 score against the task alone, scaled to the best line's, weighs this much
+#: more: the best match of the task in the oldest call ties with filler of the newest one.
+TASK_WEIGHT = 3.0
+#: A line that stands out from ordinary output (see :func:`salient`).
+SALIENT_WEIGHT = 1.0
+#: The action log (one header per call) takes at most this share of the budget; past it, the
+#: arguments each header shows are shortened (down to :data:`MIN_HEADER_ARGS` characters).
+ACTION_LOG_SHARE = 0.3
+MIN_HEADER_ARGS = 24
 # Paths as agents write them: a/b/c.py, ./x.cfg, src/mod.rs (at least one slash or a dot-ext).
 _PATH = re.compile(r"(?:\.{0,2}/)?[\w\-.]+(?:/[\w\-.]+)+|[\w\-]+\.[A-Za-z]{1,5}\b")
 _SPACE = re.compile(r"\s+")
+# The argument that names what a call did, when a tool takes several (Claude Code's Bash takes
+# a command and a description, Read a file path and a range).
+_DISTINGUISHING = ("command", "cmd", "file_path", "path", "pattern", "query", "url", "code")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +105,12 @@ class _Group:
     focus: bool = False
     header_cost: int = 0
     kept: int = 0
+    number: int = 0  # the call's number; 0 for the agent's text or an output without its call
+    tool: str = ""
+    arguments: str = ""
 
 
-def _short_arguments(call: ToolCall) -> str:
+def _short_arguments(call: ToolCall, limit: int = MAX_HEADER_ARGS) -> str:
     """The call's arguments for a header: a lone string argument as itself, else as sent."""
     arguments = call.arguments.strip()
     try:
@@ -92,10 +121,21 @@ def _short_arguments(call: ToolCall) -> str:
         (value,) = parsed.values()
         if isinstance(value, str):
             arguments = value
+    elif isinstance(parsed, dict):
+        # What tells one call of a tool from another: its command, file, pattern or address.
+        for key in _DISTINGUISHING:
+            value = parsed.get(key)
+            if isinstance(value, list) and all(isinstance(part, str) for part in value):
+                value = " ".join(value)  # Codex's shell: ["bash", "-lc", "sed -n ..."]
+            if isinstance(value, str) and value.strip():
+                arguments = value
+                break
     arguments = _SPACE.sub(" ", arguments).strip()
-    if len(arguments) > MAX_HEADER_ARGS:
-        arguments = arguments[: MAX_HEADER_ARGS - 1] + "…"
-    return arguments
+    return _cut(arguments, limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
 def call_header(number: int, call: ToolCall) -> str:
@@ -115,6 +155,43 @@ FRAMING = re.compile(
     r"^(?:Chunk ID: \S+|Wall time:? [\d.]+ seconds?|Original token count: \d+"
     r"|Total output lines: \d+|Output:|Process exited with code 0|Script completed)\s*$"
 )
+
+
+# Lines that stand out in a tool's output: a level or an error, a traceback frame, a URL, a
+# ticket, a hash or a long id, a version pin.
+_SALIENT = re.compile(
+    r"\b(?:ERROR|WARN(?:ING)?|FATAL|CRITICAL|FAIL(?:ED|URE)?|Traceback|Exception|panic)\b"
+    r"|\b[A-Za-z]+Error\b|^\s*File \"|https?://|\b[A-Z][A-Z0-9]+-\d+\b|\b[0-9a-f]{10,}\b"
+    r"|[\w.-]==?\d|\b[vV]?\d+\.\d+\.\d+\b"
+)
+_PROSE = re.compile(r"\s*(?:[-*#>]+\s*)?[A-Z][a-z]+(?: [\w'’,()-]+){5,}[.!?:]?\s*")
+
+
+def _shape(line: str) -> str:
+    """What kind of line this is, to find one unlike its neighbours."""
+    stripped = line.lstrip()
+    if stripped[:1] in "{[" and stripped.rstrip()[-1:] in "}]":
+        return "record"
+    if _PROSE.fullmatch(line):
+        return "prose"
+    return "other"
+
+
+def salient(lines: Sequence[str]) -> list[bool]:
+    """Which lines stand out: by what they say (:data:`_SALIENT`), or as a sentence or a JSON
+    record among lines of another kind (a note inside code, an event inside a plain log)."""
+    shapes = [_shape(line) for line in lines]
+    out = []
+    last = len(lines) - 1
+    for index, line in enumerate(lines):
+        shape = shapes[index]
+        unlike = (
+            shape != "other"
+            and (index == 0 or shapes[index - 1] != shape)
+            and (index == last or shapes[index + 1] != shape)
+        )
+        out.append(unlike or _SALIENT.search(line) is not None)
+    return out
 
 
 # A line number that grep -n, cat -n or nl put in front of a line: the same source line seen
@@ -153,20 +230,43 @@ def build_work_memory(
         more = len(changed) - len(shown)
         tail = f" and {more} more" if more else ""
         header = f"{header}\n[files changed by these calls: {', '.join(shown)}{tail}]"
-    work = _collect(entries, first_call_number)
+    work, outputs = _collect(entries, first_call_number)
     origins = [_origin(work.groups[group]) for group in work.owner]
     alive, copies = _newest_copies(work.texts, later_text, origins)
     focus_text = "\n".join(
         [entry.text for entry in focus]
         + [call.arguments for entry in focus for call in entry.calls]
     )
-    _weigh_groups(work.groups, _paths(focus_text), count)
+    left = budget - count(header)
+    reserved = _weigh_groups(work.groups, _paths(focus_text), count, left)
+    left -= abs(reserved)
+    summary = _summary([g for g in work.groups if g.header]) if reserved <= 0 else ""
+    if reserved == 0 and summary and any(g.header_cost for g in work.groups):
+        summary = " "  # no room even for the summary: headers are paid by their lines
+    values = read_work_values(outputs, later_text)
+    section = values_section(values, task, min(left, int(budget * VALUES_SHARE)), count, _label)
+    if section:
+        left -= count(section + "\n")
+        header = f"{header}\n{section}"
     candidates = [index for index in range(len(work.texts)) if alive[index]]
-    costs = {index: count(work.texts[index] + "\n") for index in candidates}
-    order = _ranked(work, candidates, costs, copies, query_terms(task + "\n" + focus_text))
-    kept = _pack(work, order, costs, budget - count(header))
-    text = _render(header, work, kept)
+    notes = {i: note for i in candidates if (note := values.stale_note(i, _label))}
+    costs = {
+        index: count(work.texts[index] + "\n")
+        + (count(notes[index] + "\n") if index in notes else 0)
+        for index in candidates
+    }
+    order = _ranked(work, candidates, costs, copies, task, focus_text)
+    kept = _pack(work, order, costs, left, charge_headers=bool(summary))
+    if summary.strip():
+        header = f"{header}\n{summary}"
+    text = _render(header, work, kept, notes, log=not summary)
     return WorkMemory(text, count(text), len(kept), len(candidates), work.calls)
+
+
+def _label(call: int) -> str:
+    if call == LATER:
+        return "(later in this conversation)"
+    return f"(call {call})" if call > 0 else "(a tool output)"
 
 
 @dataclass(slots=True)
@@ -179,16 +279,22 @@ class _Work:
     calls: int
 
 
-def _collect(entries: Sequence[Entry], first_call_number: int) -> _Work:
-    """Every nonempty line under its group: a call's output under that call's header."""
+def _collect(
+    entries: Sequence[Entry], first_call_number: int
+) -> tuple[_Work, list[tuple[int, list[str], list[int]]]]:
+    """Every nonempty line under its group: a call's output under that call's header. Also
+    each output's lines as printed, with the work line each became (-1: blank or framing),
+    for reading values in their context."""
     work = _Work([], [], [], 0)
     groups = work.groups
     by_call: dict[str, int] = {}
+    outputs: list[tuple[int, list[str], list[int]]] = []
 
-    def add(group: int, line: str) -> None:
+    def add(group: int, line: str) -> int:
         groups[group].lines.append(len(work.texts))
         work.texts.append(line)
         work.owner.append(group)
+        return len(work.texts) - 1
 
     for entry in entries:
         if entry.kind in (USER, ASSISTANT) and entry.text.strip():
@@ -200,8 +306,16 @@ def _collect(entries: Sequence[Entry], first_call_number: int) -> _Work:
                     add(group, line if groups[group].lines else prefix + line)
         for call in entry.calls:
             by_call[call.id] = len(groups)
+            number = first_call_number + work.calls
             groups.append(
-                _Group(call_header(first_call_number + work.calls, call), len(groups), [])
+                _Group(
+                    call_header(number, call),
+                    len(groups),
+                    [],
+                    number=number,
+                    tool=call.name or "tool",
+                    arguments=_short_arguments(call),
+                )
             )
             work.calls += 1
         if entry.kind == TOOL:
@@ -210,10 +324,13 @@ def _collect(entries: Sequence[Entry], first_call_number: int) -> _Work:
                 if group is None:
                     group = len(groups)
                     groups.append(_Group(f"[result {output.call_id}]", len(groups), []))
-                for line in output.text.splitlines():
-                    if line.strip() and not FRAMING.match(line):
-                        add(group, line)
-    return work
+                lines = output.text.splitlines()
+                indices = [
+                    add(group, line) if line.strip() and not FRAMING.match(line) else -1
+                    for line in lines
+                ]
+                outputs.append((groups[group].number, lines, indices))
+    return work, outputs
 
 
 def _newest_copies(
@@ -251,9 +368,15 @@ def _origin(group: _Group) -> str:
 
 
 def _weigh_groups(
-    groups: Sequence[_Group], focus_paths: set[str], count: Callable[[str], int]
-) -> None:
-    """Each group's recency, focus and header cost."""
+    groups: Sequence[_Group], focus_paths: set[str], count: Callable[[str], int], room: int
+) -> int:
+    """Each group's recency, focus and header cost; returns what the action log reserves.
+
+    Every call's header is reserved before any line: the arguments a header shows are cut
+    shorter while the log would take more than :data:`ACTION_LOG_SHARE` of ``room``. When not
+    even bare headers fit, the log is one summary line, and the cost returned is negative (the
+    summary's, with headers charged to the lines instead).
+    """
     # A file keeps being worked on after its last read: a call's recency is that of the newest
     # call touching any of the same files.
     touched: dict[str, int] = {}
@@ -264,9 +387,37 @@ def _weigh_groups(
     for group, paths in zip(groups, group_paths, strict=True):
         group.focus = bool(focus_paths & paths)
         group.recency = max([group.order, *(touched[path] for path in paths)])
-        # Priced with the longest note it can get, so the rendered header never costs more.
-        noted = _with_note(group.header, " (99999 of 99999 output lines kept)")
-        group.header_cost = count(noted + "\n") if group.header else 0
+    calls = [group for group in groups if group.header]
+    for limit in (MAX_HEADER_ARGS, 80, 48, MIN_HEADER_ARGS, 0):
+        for group in calls:
+            if group.number:
+                shown = _cut(group.arguments, limit)
+                group.header = f"[call {group.number} {group.tool}]" + (
+                    f" {shown}" if shown else ""
+                )
+            # Priced with the longest note it can get, so the rendered header never costs more.
+            noted = _with_note(group.header, " (99999 of 99999 output lines kept)")
+            group.header_cost = count(noted + "\n")
+        reserved = sum(group.header_cost for group in calls)
+        if reserved <= ACTION_LOG_SHARE * room or (limit <= MIN_HEADER_ARGS and reserved <= room):
+            return reserved
+    # Not even one bare header per call fits: one line says which calls there were, and a
+    # call's header is paid by its first kept line, as before the log was reserved.
+    summary = _summary(calls)
+    cost = count(summary + "\n") if summary else 0
+    return -cost if cost <= room else 0
+
+
+def _summary(calls: Sequence[_Group]) -> str:
+    """``[calls 1-30: bash 28, python 2; no output kept]``, for a log too long to show."""
+    numbered = [group for group in calls if group.number]
+    if not numbered:
+        return ""
+    tools: dict[str, int] = {}
+    for group in numbered:
+        tools[group.tool] = tools.get(group.tool, 0) + 1
+    each = ", ".join(f"{tool} {n}" for tool, n in tools.items())
+    return f"[calls {numbered[0].number}-{numbered[-1].number}: {each}; no output kept]"
 
 
 def _ranked(
@@ -274,57 +425,109 @@ def _ranked(
     candidates: list[int],
     costs: dict[int, int],
     copies: Sequence[int],
-    terms: Sequence[str],
+    task: str,
+    focus_text: str,
 ) -> list[int]:
     """The candidate lines, best first (see the weights above); ties: newer first."""
     texts, groups = work.texts, work.groups
-    scores = bm25_scores([texts[i] for i in candidates], [costs[i] for i in candidates], terms)
+    rows = [texts[i] for i in candidates]
+    lengths = [costs[i] for i in candidates]
+    scores = bm25_scores(rows, lengths, query_terms(task + "\n" + focus_text))
     top = max(scores.values(), default=0.0) or 1.0
+    on_task = bm25_scores(rows, lengths, query_terms(task))
+    top_task = max(on_task.values(), default=0.0) or 1.0
+    standing_out = _salient_lines(work)
     span = max(1, len(groups) - 1)
     score_of: dict[int, float] = {}
     for position, index in enumerate(candidates):
         group = groups[work.owner[index]]
         score_of[index] = (
             BM25_WEIGHT * scores.get(position, 0.0) / top
+            + TASK_WEIGHT * on_task.get(position, 0.0) / top_task
             + RECENCY_WEIGHT * group.order / span
             + (FOCUS_WEIGHT if group.focus else 0.0)
             + REPEAT_WEIGHT * (1.0 - 1.0 / copies[index])
+            + (SALIENT_WEIGHT if standing_out[index] else 0.0)
         )
     return sorted(candidates, key=lambda i: (-score_of[i], -i))
 
 
-def _pack(work: _Work, order: list[int], costs: dict[int, int], left: int) -> set[int]:
-    """The lines that fit in ``left`` tokens, taken in ``order``, a group's header charged
-    with its first line; then headers of groups with no kept line while room remains."""
+def _salient_lines(work: _Work) -> list[bool]:
+    """:func:`salient` over each group's lines (a line's neighbours are in its own output)."""
+    out = [False] * len(work.texts)
+    for group in work.groups:
+        if group.header:
+            for index, flag in zip(
+                group.lines, salient([work.texts[i] for i in group.lines]), strict=True
+            ):
+                out[index] = flag
+    return out
+
+
+def _pack(
+    work: _Work, order: list[int], costs: dict[int, int], left: int, *, charge_headers: bool
+) -> set[int]:
+    """The lines that fit in ``left`` tokens, taken in ``order``; the action log is reserved
+    already, unless ``charge_headers`` (a call's header is then paid by its first line)."""
     kept: set[int] = set()
     for index in order:
         group = work.groups[work.owner[index]]
-        cost = costs[index] + (group.header_cost if group.kept == 0 else 0)
+        cost = costs[index] + (group.header_cost if charge_headers and not group.kept else 0)
         if cost <= left:
             left -= cost
             kept.add(index)
             group.kept += 1
-    for group in reversed(work.groups):  # action log: the calls whose output left no line
-        if group.header and group.kept == 0 and group.header_cost <= left:
-            left -= group.header_cost
-            group.kept = -1  # header only
     return kept
 
 
-def _render(header: str, work: _Work, kept: set[int]) -> str:
+def _render(header: str, work: _Work, kept: set[int], notes: dict[int, str], *, log: bool) -> str:
     out = [header]
+    run: list[_Group] = []  # calls in a row that kept no line
     for group in work.groups:
         if group.kept == 0:
+            if not log:
+                continue
+            if group.number:
+                run.append(group)
+            elif group.header:  # an output whose call is not in this stretch
+                out.extend(_folded(run))
+                run = []
+                out.append(
+                    _with_note(group.header, f" (0 of {len(group.lines)} output lines kept)")
+                )
             continue
+        out.extend(_folded(run))
+        run = []
         lines = [i for i in group.lines if i in kept]
         if group.header:
             note = f" ({len(lines)} of {len(group.lines)} output lines kept)"
-            if group.kept == -1 or len(lines) < len(group.lines):
-                out.append(_with_note(group.header, note))
-            else:
-                out.append(group.header)
-        out.extend(work.texts[i] for i in lines)
+            out.append(
+                _with_note(group.header, note) if len(lines) < len(group.lines) else group.header
+            )
+        for index in lines:
+            out.append(work.texts[index])
+            if index in notes:
+                out.append(notes[index])
+    out.extend(_folded(run))
     return "\n".join(out) + "\n"
+
+
+def _folded(run: Sequence[_Group]) -> list[str]:
+    """Calls in a row whose output left no line: one line naming each call's arguments."""
+    if not run:
+        return []
+    if len(run) == 1:
+        group = run[0]
+        return [_with_note(group.header, f" (0 of {len(group.lines)} output lines kept)")]
+    tools = {group.tool for group in run}
+    what = f" {run[0].tool}" if len(tools) == 1 else ""
+    calls = "; ".join(
+        (group.header.split("] ", 1)[-1] if "] " in group.header else "")
+        if what
+        else group.header.split(" ", 2)[-1].replace("] ", ": ", 1)
+        for group in run
+    )
+    return [f"[calls {run[0].number}-{run[-1].number}{what}, no output lines kept] {calls}"]
 
 
 def _with_note(header: str, note: str) -> str:

@@ -1,0 +1,123 @@
+"""The values a stretch of agent work read, newest per key: the work memory's values section.
+
+An agent reads the values it needs in whatever format a tool printed them (a JSON config line, a
+YAML key, a header, a ``key=value`` in a log line, a constant in code). When the lines that held
+them are left out, the value is lost, and when an old line is kept beside a newer one, a stale
+value reads as current. So the work memory reads every value the calls printed
+(:func:`tomc._core.values.read_values`), keeps the newest per key with SET's semantics, and:
+
+- lists them in a compact section at its head, the keys the task names first (ranked by BM25 of
+  the task against the key's words: "the ingest worker's max batch" names
+  ``ingest-worker limits.max_batch``), then the newest others, bounded so that a file full of
+  assignments cannot flood it;
+- leaves out a key whose newest value is in the text sent after the memory (the agent sees it
+  there; an older value here would read as current);
+- gives every kept output line that holds a replaced value a note on a line of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .._core.lexicon import query_terms
+from .._core.retrieval import bm25_scores
+from .._core.values import Value, ValueHistory, newest_values, read_values
+
+__all__ = [
+    "LATER",
+    "MAX_VALUE_ROWS",
+    "VALUES_HEADER",
+    "VALUES_SHARE",
+    "ReadValues",
+    "read_work_values",
+    "values_section",
+]
+
+#: At most this share of a work memory's budget goes to its values section.
+VALUES_SHARE = 0.2
+#: And at most this many rows: the keys the task names, then the newest others.
+MAX_VALUE_ROWS = 48
+VALUES_HEADER = "[values these calls read, newest per key ({shown} of {total}; the task's first)]"
+#: The origin of a reading in the text sent after the memory.
+LATER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ReadValues:
+    """Every key's newest value, and the notes owed by kept lines holding replaced values."""
+
+    histories: dict[tuple[str, str], ValueHistory]
+    #: work line index -> the readings on it (value, call number)
+    by_line: dict[int, list[Value]]
+
+    def stale_note(self, line: int, call_label: Callable[[int], str]) -> str:
+        """The note a kept line needs when a value on it was replaced later, else ``""``."""
+        notes = []
+        for value in self.by_line.get(line, ()):
+            history = self.histories[(value.scope, value.key)]
+            if history.current.value == value.value:
+                continue
+            where = call_label(history.origin)
+            notes.append(f"{value.name} = {history.current.value} {where}")
+        if not notes:
+            return ""
+        return f"[replaced later: {'; '.join(notes)}]"
+
+
+def read_work_values(
+    outputs: Sequence[tuple[int, Sequence[str], Sequence[int]]], later_text: str
+) -> ReadValues:
+    """Read ``(call number, lines, work line index per line or -1)`` for every output in
+    order, then the text sent after the memory (newest of all)."""
+    readings: list[tuple[Value, int]] = []
+    by_line: dict[int, list[Value]] = {}
+    for call, lines, indices in outputs:
+        for value in read_values(lines):
+            readings.append((value, call))
+            index = indices[value.line]
+            if index >= 0:
+                by_line.setdefault(index, []).append(value)
+    if later_text:
+        readings.extend((value, LATER) for value in read_values(later_text.splitlines()))
+    return ReadValues(newest_values(readings), by_line)
+
+
+def values_section(
+    found: ReadValues,
+    task: str,
+    budget: int,
+    count: Callable[[str], int],
+    call_label: Callable[[int], str],
+) -> str:
+    """The section's text (``""`` when no value fits or none was read)."""
+    rows = [
+        (h, f"{h.current.name} = {h.current.value} {call_label(h.origin)}")
+        for h in found.histories.values()
+        if h.origin != LATER
+    ]
+    if not rows or budget <= 0:
+        return ""
+    terms = query_terms(task)
+    names = [h.current.name.replace(".", " ") for h, _ in rows]
+    scores = bm25_scores(names, [max(1, len(n.split())) for n in names], terms) if terms else {}
+    position = {id(h): i for i, (h, _) in enumerate(rows)}  # scores are keyed by it too
+    # The task's keys by score; the rest newest first (rows are in order of newest reading).
+    ordered = sorted(
+        rows,
+        key=lambda row: (-scores.get(position[id(row[0])], 0.0), -position[id(row[0])]),
+    )
+    header = VALUES_HEADER.format(shown=99999, total=99999)
+    left = budget - count(header + "\n")
+    chosen: list[int] = []
+    for history, text in ordered[:MAX_VALUE_ROWS]:
+        cost = count(text + "\n")
+        if cost <= left:
+            left -= cost
+            chosen.append(position[id(history)])
+    if not chosen:
+        return ""
+    head = VALUES_HEADER.format(shown=len(chosen), total=len(rows))
+    # The task's keys first, each part in the order the values were read.
+    shown = sorted(chosen, key=lambda i: (i not in scores, i))
+    return "\n".join([head, *(rows[i][1] for i in shown)])
