@@ -242,3 +242,109 @@ def test_a_deep_memory_still_keeps_its_exact_records():
         strategy="tomc_raw",
     ).text
     assert all(f"STATE {name} = v{k}x" in text for k, name in enumerate(names))
+
+
+# -- what a realistic session needs: the log of calls, values in any format, the task's lines
+
+
+def _code(number: int, lines: int = 120) -> str:
+    """Ordinary source code, different in every call."""
+    return "\n".join(
+        f"    result_{number}_{i} = compute(item_{i}, limit=step_{i})  # pass {i}"
+        for i in range(lines)
+    )
+
+
+def test_every_call_keeps_its_header_in_order_and_runs_are_folded():
+    entries = []
+    for number in range(40):
+        entries += group(number, f"cat src/module_{number:02d}.py", _code(number))
+    memory = build(entries, budget=1_500, task="what does module 39 compute")
+    text = memory.text
+    for number in range(40):
+        assert f"src/module_{number:02d}.py" in text, number
+    positions = [text.index(f"src/module_{number:02d}.py") for number in range(40)]
+    assert positions == sorted(positions)
+    assert "[calls 1-" in text  # the old calls kept no line: one line names them all
+    assert METER.count(text) <= 1_500
+
+
+def test_a_log_too_long_for_the_budget_is_one_summary_line():
+    entries = []
+    for number in range(60):
+        entries += group(number, f"cat src/module_{number:02d}.py", _code(number, 5))
+    memory = build(entries, budget=150, task="")
+    assert "[calls 1-60: bash 60; no output kept]" in memory.text
+    assert METER.count(memory.text) <= 150
+
+
+def test_values_in_any_format_head_the_memory_newest_wins_and_stale_lines_say_so():
+    planted = {
+        3: '{"service": "ingest-worker", "limits": {"max_batch": 72613}}',
+        7: "storage:\n  buckets:\n    primary: acme-prod-5512",
+        11: "X-Tenant-Id: tenant-0451",
+        15: "level=warn service=edge upstream_token_ttl=3600s msg=slow",
+        30: '{"service": "ingest-worker", "limits": {"max_batch": 80111}}',
+    }
+    entries = []
+    for number in range(40):
+        output = _code(number)
+        if number in planted:
+            lines = output.splitlines()
+            output = "\n".join([*lines[:50], planted[number], *lines[50:]])
+        entries += group(number, f"cat src/module_{number:02d}.py", output)
+    task = (
+        "Report the ingest worker's max batch, the primary bucket, the tenant header and the "
+        "upstream token TTL."
+    )
+    memory = build(entries, budget=3_000, task=task)
+    head = memory.text.split("\n[call", 1)[0]
+    assert "ingest-worker limits.max_batch = 80111 (call 31)" in head
+    assert "72613" not in head  # the replaced value is never listed as current
+    assert "storage.buckets.primary = acme-prod-5512 (call 8)" in head
+    assert "X-Tenant-Id = tenant-0451 (call 12)" in head
+    assert "edge upstream_token_ttl = 3600s (call 16)" in head
+    # the values the task names come before any other
+    rows = head.splitlines()[
+        head.splitlines().index(
+            next(line for line in head.splitlines() if line.startswith("[values these calls read"))
+        )
+        + 1 :
+    ]
+    assert {row.split(" = ")[0] for row in rows[:4]} == {
+        "ingest-worker limits.max_batch",
+        "storage.buckets.primary",
+        "X-Tenant-Id",
+        "edge upstream_token_ttl",
+    }
+    if planted[3] in memory.text:
+        after = memory.text.split(planted[3] + "\n", 1)[1]
+        assert after.startswith(
+            "[replaced later: ingest-worker limits.max_batch = 80111 (call 31)]"
+        )
+
+
+def test_a_value_sent_after_the_memory_is_not_listed_from_before():
+    entries = group(0, "cat config.yaml", "retry:\n  limit: 3") + group(1, "ls", "a\nb")
+    memory = build(entries, task="the retry limit", later="retry:\n  limit: 9")
+    assert "retry.limit = 3" not in memory.text
+    assert "[replaced later: retry.limit = 9 (later in this conversation)]" in memory.text
+
+
+def test_a_strong_task_match_in_an_old_call_outranks_filler_of_a_new_one():
+    note = "The primary bucket moved to acme-prod-5512 after the storage review."
+    entries = group(0, "cat docs/runbook.md", note)
+    for number in range(1, 30):
+        entries += group(number, f"cat src/module_{number:02d}.py", _code(number, 40))
+    memory = build(entries, budget=800, task="Which bucket is the primary bucket now?")
+    assert note in memory.text
+
+
+def test_salient_lines_rank_above_ordinary_lines_of_their_call():
+    lines = _code(0, 60).splitlines()
+    error = "ERROR licence check failed: key LIC-88412-QX rejected by https://licences.example.test"
+    sentence = "Note that the fallback region was retired after the March incident review."
+    output = "\n".join([*lines[:20], error, *lines[20:40], sentence, *lines[40:]])
+    memory = build(group(0, "cat worker.log", output), budget=120, task="")
+    assert error in memory.text and sentence in memory.text
+    assert memory.kept_lines < 20  # the ordinary lines after them were the newer ones
