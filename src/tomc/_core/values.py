@@ -241,7 +241,7 @@ class _Reader:
         if after_blank and self.section and _CONSTANT.match(line):
             # INI and TOML keys are lower-case; a constant after a gap is code again.
             self.section = ""
-        if _FENCE.match(line):
+        if stripped[0] in "`~" and _FENCE.match(line):
             self.section, self.parents, self.table = "", [], None
             return
         if self.table is not None and self._table_row(index, stripped):
@@ -258,20 +258,24 @@ class _Reader:
                 _flatten(parsed, "", pairs)
                 self.out.extend(_scoped(pairs, index, "json"))
                 return
-        section = _SECTION.fullmatch(line)
+        section = _SECTION.fullmatch(line) if stripped[0] == "[" else None
         if section:
             self.section = section.group(1).strip("\"' ")
             self.parents = []
             return
         if stripped.startswith(("#", "//", ";", "*", "/*")):
             return
-        if self._pairs(index, stripped) or self._pin(index, line):
+        # Cheap tests first: each form needs its own punctuation.
+        has_equals, has_colon = "=" in stripped, ":" in stripped
+        if has_equals and (self._pairs(index, stripped) or self._pin(index, line)):
             return
-        if self._assignment(index, line):
+        if "@" in stripped and self._pin(index, line):
             return
-        if self._mapping(index, line, following):
+        if has_equals and self._assignment(index, line):
             return
-        if self._json_key(index, line):
+        if has_colon and self._mapping(index, line, following):
+            return
+        if has_colon and stripped[0] in "\"'" and self._json_key(index, line):
             return
         # Anything else (code, prose) ends a section: a TOML key is not read as INI later on.
         self.section = ""
