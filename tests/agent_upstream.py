@@ -279,6 +279,37 @@ class Script:
             )
         return "\n".join(lines) + "\n"
 
+    def step_texts(self, step: int) -> tuple[str, str, str]:
+        """What the "model" says around the tool call of ``step``: its thinking, its text and
+        the call's description."""
+        return (
+            f"Next I read log file {step}.",
+            f"Reading {self.file_name(step)}.",
+            f"Print log file {step}",
+        )
+
+    def seen_facts(self, text: str) -> list[str]:
+        """The fact lines a careful summariser keeps from ``text``."""
+        return [f"{n} = {v}" for n, v in self.facts.items() if v in text]
+
+    def summary_lines(self, prompt: str) -> list[str]:
+        """The agent's own compaction summary of ``prompt`` (a careful summariser)."""
+        facts = self.seen_facts(prompt)
+        return [
+            "1. Primary request: read every data/step_NN.log file with one shell command each and "
+            "report the facts they define.",
+            "2. Progress: the log files read so far printed worker status lines; all were ok.",
+            "3. Facts found so far:" + ("".join(f"\n   - {f}" for f in facts) or " none yet"),
+            "4. Next step: continue with the next unread log file.",
+        ]
+
+    def final_text(self, prompt: str) -> str:
+        """The final answer: :data:`FINAL_MARK` and each fact still visible in ``prompt``."""
+        parts = []
+        for name, value in self.facts.items():
+            parts.append(f"{name} = {value if value in prompt else 'unknown'}")
+        return f"{FINAL_MARK}. " + "; ".join(parts) + "."
+
     def task(self) -> str:
         return (
             f"There are {self.steps} log files data/step_01.log .. data/step_{self.steps:02d}.log "
@@ -552,9 +583,6 @@ class AgentUpstream:
         }
         record.edits_present = {path: path in text for path in self.script.edits.values()}
 
-    def _seen_facts(self, text: str) -> list[str]:
-        return [f"{n} = {v}" for n, v in self.script.facts.items() if v in text]
-
     # ------------------------------------------------------------------ Anthropic
 
     def _messages(self, record: AgentRequest, body: Mapping[str, Any], headers: Mapping[str, str]):
@@ -619,15 +647,16 @@ class AgentUpstream:
             convo.steps_issued += 1
             step = record.step = convo.steps_issued
             command = self.script.command(step)
+            thought, said, description = self.script.step_texts(step)
             if thinking:
-                blocks.append({"type": "thinking", "thinking": f"Next I read log file {step}."})
-            blocks.append({"type": "text", "text": f"Reading {self.script.file_name(step)}."})
+                blocks.append({"type": "thinking", "thinking": thought})
+            blocks.append({"type": "text", "text": said})
             blocks.append(
                 {
                     "type": "tool_use",
                     "id": f"toolu_01Up{record.number:012d}",
                     "name": "Bash",
-                    "input": {"command": command, "description": f"Print log file {step}"},
+                    "input": {"command": command, "description": description},
                 }
             )
             stop = "tool_use"
@@ -762,7 +791,7 @@ class AgentUpstream:
         elif convo.steps_issued < self.script.steps:
             convo.steps_issued += 1
             step = record.step = convo.steps_issued
-            items.append(_reasoning_item(n, f"Next I read log file {step}."))
+            items.append(_reasoning_item(n, self.script.step_texts(step)[0]))
             source = (
                 f'const r = await tools.exec_command({{cmd: "{self.script.command(step)}", '
                 "max_output_tokens: 20000});\ntext(r.output);\n"
@@ -869,15 +898,7 @@ class AgentUpstream:
     # ------------------------------------------------------------------ texts
 
     def _summary_text(self, prompt: str, *, claude: bool) -> str:
-        facts = self._seen_facts(prompt)
-        lines = [
-            "1. Primary request: read every data/step_NN.log file with one shell command each and "
-            "report the facts they define.",
-            "2. Progress: the log files read so far printed worker status lines; all were ok.",
-            "3. Facts found so far:" + ("".join(f"\n   - {f}" for f in facts) or " none yet"),
-            "4. Next step: continue with the next unread log file.",
-        ]
-        body = "\n".join(lines)
+        body = "\n".join(self.script.summary_lines(prompt))
         if claude:
             return (
                 "<analysis>\nThe user asked me to read the log files one by one.\n</analysis>\n\n"
@@ -886,10 +907,7 @@ class AgentUpstream:
         return body
 
     def _final_text(self, prompt: str) -> str:
-        parts = []
-        for name, value in self.script.facts.items():
-            parts.append(f"{name} = {value if value in prompt else 'unknown'}")
-        return f"{FINAL_MARK}. " + "; ".join(parts) + "."
+        return self.script.final_text(prompt)
 
 
 # ---------------------------------------------------------------------- Anthropic helpers
