@@ -40,6 +40,7 @@ from agent_upstream import (
     Script,
     write_workspace,
 )
+from realistic_probe import ProbeScore, probe_score
 
 __all__ = [
     "AGENTS",
@@ -236,6 +237,20 @@ class RunResult:
         edits = sum(1 for path in self.script.edits.values() if path in text)
         return current, edits, len(text)
 
+    def final_body(self) -> Any:
+        """The body of the final request (the one answered with the final text)."""
+        final = self._final()
+        return final.body if final is not None else None
+
+    def final_score(self) -> ProbeScore:
+        """What the final request carries: current values, values only by their stale setting,
+        calls named, edited files (:func:`realistic_probe.probe_score`)."""
+        return probe_score(self.script, self.final_body() or {})
+
+    def masked_score(self, keep: int = 10) -> ProbeScore:
+        """The same for observation masking of the final request (see :meth:`masked_kept`)."""
+        return probe_score(self.script, mask_observations(self.final_body() or {}, keep))
+
     @property
     def evidence_kept(self) -> tuple[int, int]:
         """Facts still in the prompt of the last main-loop request (the one answered with the
@@ -287,6 +302,46 @@ class RunResult:
                 ],
             }
         return out
+
+    # ------------------------------------------------------------------ recording
+
+    def save(self, path: str | Path, meta: Mapping[str, Any] | None = None) -> None:
+        """Write this run (every request as the upstream saw it, not the script) to ``path``
+        as gzipped JSON, with ``meta`` beside it; :meth:`load` reads it back."""
+        import dataclasses
+        import gzip
+
+        data = {
+            "meta": dict(meta or {}),
+            "agent": self.agent,
+            "mode": self.mode,
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "seconds": self.seconds,
+            "status": self.status,
+            "base": self.base,
+            "ids": self.ids,
+            "requests": [dataclasses.asdict(r) for r in self.requests],
+        }
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        with gzip.open(partial, "wt", encoding="utf-8", compresslevel=5) as out:
+            json.dump(data, out, ensure_ascii=False)
+        partial.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path, script: Script) -> tuple[RunResult, dict[str, Any]]:
+        """A run :meth:`save` wrote, for ``script`` (the one it ran), and its ``meta``."""
+        import gzip
+
+        with gzip.open(path, "rt", encoding="utf-8") as source:
+            data = json.load(source)
+        requests = [AgentRequest(**r) for r in data.pop("requests")]
+        meta = data.pop("meta")
+        return cls(requests=requests, script=script, **data), meta
 
     # ------------------------------------------------------------------ normalising
 
@@ -372,7 +427,8 @@ def _base_env(home: Path) -> dict[str, str]:
         # Codex: no update check, no analytics.
         "CODEX_DISABLE_UPDATE_CHECK": "1",
     }
-    for name in ("TMPDIR", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS"):
+    # PYTHONPATH: ``tomc`` from another source tree (a baseline), for the gateway too.
+    for name in ("TMPDIR", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "PYTHONPATH"):
         if os.environ.get(name):
             env[name] = os.environ[name]
     return env
