@@ -54,12 +54,12 @@ _STAMP_LINE = re.compile(r"\[[^\]\n]*\d[^\]\n]*\]")
 def lines_as_read(memory: str) -> set[str]:
     """The memory's lines as a reader takes them: a line under a shared stamp line (the
     compiler writes a stamp once above its group, in a history whose every line opens with one)
-    with the stamp put back in front; a line with a stamp of its own, and a repeated line's
-    note, as they are."""
+    with the stamp put back in front; a line with a stamp of its own, and a note on the line
+    above it (a repeated line's, or a replaced value's), as they are."""
     out: set[str] = set()
     stamp = None
     for line in memory.splitlines():
-        if line.startswith("[the line above occurs "):
+        if line.startswith("[the line above "):
             out.add(line)
         elif _STAMP_LINE.fullmatch(line):
             stamp = line

@@ -25,8 +25,8 @@ def restored(memory: str) -> list[str]:
     """The memory's lines with each group's stamp put back in front of them."""
     out, stamp = [], None
     for line in memory.splitlines():
-        if line.startswith("[the line above occurs"):
-            out[-1] += "\n" + line  # a repeated line's note belongs to it
+        if line.startswith("[the line above "):
+            out[-1] += "\n" + line  # a note on the line above belongs to it
         elif HEADER.fullmatch(line):
             stamp = line
         elif line:  # a line with a stamp of its own is not in a group

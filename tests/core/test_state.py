@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from reference import reference_state
 from tomc import UNKNOWN
 from tomc._core.operations import Copy, Set, parse_operation
-from tomc._core.state import replay_state
+from tomc._core.state import replaced_writes, replay_state
 
 
 def _program(lines: list[str]) -> list[tuple[int, Set | Copy]]:
@@ -53,6 +53,19 @@ def test_state_kernel_matches_reference(lines: list[str]) -> None:
     program = _program(lines)
     fast = {e.name: (e.value, e.source_units) for e in replay_state(program)}
     assert fast == reference_state(program)
+
+
+@given(st.lists(op_lines, max_size=40))
+def test_replaced_writes_match_a_replay_of_each_prefix(lines: list[str]) -> None:
+    program = _program(lines)
+    final = reference_state(program)
+    expected = {}
+    for at, (unit, op) in enumerate(program):
+        name = op.name if isinstance(op, Set) else op.target
+        if reference_state(program[: at + 1])[name][0] != final[name][0]:
+            expected[unit] = (name, *final[name])
+    fast = {unit: (e.name, e.value, e.source_units) for unit, e in replaced_writes(program).items()}
+    assert fast == expected
 
 
 def test_copy_chain_shares_provenance_and_compiles_in_linear_memory() -> None:

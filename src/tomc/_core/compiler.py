@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .budget import clamp_budget, default_budget
 from .errors import BudgetError, InvalidHistoryError, InvalidOptionError
 from .evidence import EvidencePlan, evidence_order, plan_evidence
-from .operations import parse_program
+from .operations import Program, parse_program
 from .packing import (
     Packed,
     assemble_memory,
@@ -32,6 +32,7 @@ from .result import CompileResult, LedgerRow, SourceUnit
 from .selection import SourceRanking, rank_sources, source_ledger_rows
 from .sources import History, SourceTable, read_history
 from .stamps import StampGroups, find_stamp_groups
+from .state import replaced_writes
 from .task_routes import TaskRoute, route_task
 from .tokens import LexicalCounter, TokenCounter, get_counter, row_costs
 
@@ -108,10 +109,14 @@ def compile_memory(
     # A count is the answer itself: its rows come before any source text.
     records_first = applied == "tomc" or route.route == "count"
     record_budget = given.budget if records_first else math.floor(given.budget * RECORD_SHARE)
-    record_used = pack_records(records, record_budget, token_counter, uncapped) if records else 0
+    record_used = (
+        pack_records(records, record_budget, token_counter, uncapped, given.budget)
+        if records
+        else 0
+    )
     if route.route == "count":
         records, record_used = note_rows_shown(records, record_budget, record_used, token_counter)
-    out = _pack(history, given, token_counter, records, record_used, applied, task)
+    out = _pack(history, given, token_counter, records, record_used, applied, task, program)
     _check_recount(token_counter, out.packed, given.budget if out.applied != "unchanged" else None)
 
     tokens_by_kind = {"state": 0, "relation": 0, "count": 0, "source": 0}
@@ -157,6 +162,7 @@ def _ledger(
                 same_as=sources.same_as,
                 needs=sources.plan.needs,
                 stamps=sources.stamps,
+                replaced=sources.replaced,
             )
         )
     return tuple(rows)
@@ -228,6 +234,7 @@ def _pack(
     record_used: int,
     applied: str,
     task: str,
+    program: Program,
 ) -> _Outcome:
     """Pack the source lines into what the records left, then assemble the memory; a memory
     larger than the history gives the history back unchanged."""
@@ -246,7 +253,7 @@ def _pack(
     sources = _Sources.plain(given)
     if applied in ("tomc_raw", "rag"):
         ranking = rank_sources(given.table.texts, given.row_tokens, task, given.rows)
-        sources = _sources_beside(included, given, counter)
+        sources = _sources_beside(included, given, counter, program)
         kept_units = pack_sources(
             evidence_order(ranking.order, sources.plan),
             sources.stamps.row_tokens,
@@ -305,32 +312,44 @@ class _Sources:
     same_as: dict[int, int]  # unit -> the identical unit that stands for it
     plan: EvidencePlan
     stamps: StampGroups  # the rows as packed: a shared stamp once above its group
+    replaced: dict[int, str]  # unit -> the value that replaced the one it wrote, and where
 
     @classmethod
     def plain(cls, given: _Given) -> _Sources:
         """The rows as they are: no repeats folded, no evidence plan, no stamp groups."""
         stamps = StampGroups.none(given.rows, given.row_tokens)
-        return cls(given.rows, given.row_tokens, {}, EvidencePlan([], {}), stamps)
+        return cls(given.rows, given.row_tokens, {}, EvidencePlan([], {}), stamps, {})
 
 
-def _sources_beside(included: list[Record], given: _Given, counter: TokenCounter) -> _Sources:
+def _sources_beside(
+    included: list[Record], given: _Given, counter: TokenCounter, program: Program
+) -> _Sources:
     rows, row_tokens = given.rows, given.row_tokens
     same_as: dict[int, int] = {}
-    groups = identical_rows(rows)
-    if groups:
-        copies = {}
-        for units in groups.values():
-            newest = units[-1]
-            copies[newest] = units
-            for unit in units[:-1]:
-                same_as[unit] = newest
-        # The newest copy is packed verbatim with a note on a line of its own (never read as
-        # part of a value) saying where else it occurred. The note starts with "[", where no
-        # pre-token continues across the line break, so its cost adds to the line's.
-        notes = {
-            unit: f"[the line above occurs {len(units)} times: {format_ids(units)}]"
-            for unit, units in copies.items()
-        }
+    repeats: dict[int, str] = {}
+    for units in identical_rows(rows).values():
+        newest = units[-1]
+        repeats[newest] = f"occurs {len(units)} times: {format_ids(units)}"
+        for unit in units[:-1]:
+            same_as[unit] = newest
+    # A line that wrote a value a later line replaced says so: in the memory it must not read
+    # as the current value. (A copy folded into its newest copy is never packed itself.)
+    replaced = {
+        unit: f"{entry.name} = {entry.value} at u{entry.last_unit}"
+        for unit, entry in replaced_writes(program.state_ops).items()
+        if unit not in same_as
+    }
+    if repeats or replaced:
+        # The line is packed verbatim with a note on a line of its own (never read as part of
+        # a value): where else it occurred, and what replaced its value. The note starts with
+        # "[", where no pre-token continues across the line break, so its cost adds to the
+        # line's.
+        notes = {}
+        for unit in [*repeats, *(unit for unit in replaced if unit not in repeats)]:
+            said = [repeats[unit]] if unit in repeats else []
+            if unit in replaced:
+                said.append(f"{'it ' if said else ''}was replaced: {replaced[unit]}")
+            notes[unit] = f"[the line above {'; '.join(said)}]"
         rows, row_tokens = list(rows), list(row_tokens)
         for (unit, note), cost in zip(
             notes.items(), row_costs(counter, list(notes.values())), strict=True
@@ -341,7 +360,7 @@ def _sources_beside(included: list[Record], given: _Given, counter: TokenCounter
         (r.writer, r.later, r.mentioning) for r in included if r.kind == "state" and r.mentioning
     )
     stamps = find_stamp_groups(rows, row_tokens, counter)
-    return _Sources(rows, row_tokens, same_as, plan, stamps)
+    return _Sources(rows, row_tokens, same_as, plan, stamps, replaced)
 
 
 def _unchanged(history: History, rows: Sequence[str], input_tokens: int) -> Packed:

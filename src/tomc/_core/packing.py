@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .records import CAPS, Record
+from .records import CAPS, Record, shorter_forms
 from .sources import SourceTable
 from .stamps import StampGroups
 from .tokens import TokenCounter, row_costs
@@ -37,8 +37,21 @@ def row_texts(table: SourceTable) -> Sequence[str]:
     return [f"{role}: {text}" for role, text in zip(table.roles, table.texts, strict=True)]
 
 
-def pack_records(records: list[Record], budget: int, counter: TokenCounter, uncapped: bool) -> int:
-    """Mark the eligible records that fit, in order, at most ``CAPS`` per kind; tokens used."""
+def pack_records(
+    records: list[Record],
+    budget: int,
+    counter: TokenCounter,
+    uncapped: bool,
+    whole_budget: int | None = None,
+) -> int:
+    """Mark the eligible records that fit, in order, at most ``CAPS`` per kind; tokens used.
+
+    A row is never crowded out by its own annotation: one whose later mentions do not fit
+    takes them shortened, or leaves them out (:func:`tomc._core.records.shorter_forms`). A row
+    the task asks for (:attr:`Record.asked`) whose plain form does not fit what is left of
+    ``budget`` takes it from what is left of ``whole_budget`` (the memory's, beyond the record
+    share): its value is the answer.
+    """
     used = 0
     kept_per_kind: dict[str, int] = {}
     candidates = []
@@ -51,19 +64,47 @@ def pack_records(records: list[Record], budget: int, counter: TokenCounter, unca
             continue
         kept_per_kind[record.kind] = kept_per_kind.get(record.kind, 0) + 1
         candidates.append(record)
+    whole = budget if whole_budget is None else max(whole_budget, budget)
     for record, tokens in zip(
         candidates, row_costs(counter, [r.text for r in candidates]), strict=True
     ):
         record.tokens = tokens
-        if used + tokens <= budget:
-            used += tokens
-            record.included = True
-            record.reason = (
-                "task-relevant; fits record budget" if record.relevant else "fits record budget"
-            )
-        else:
-            record.reason = f"over record budget (needs {tokens}, {budget - used} left)"
+        text, cost, record.reason = _fit_record(
+            record, tokens, max(budget - used, 0), whole - used, counter
+        )
+        if cost is not None:
+            record.text, record.tokens, record.included = text, cost, True
+            used += cost
     return used
+
+
+def _fit_record(
+    record: Record, tokens: int, left: int, whole_left: int, counter: TokenCounter
+) -> tuple[str, int | None, str]:
+    """The record's text as packed, its cost (None: it does not fit) and its ledger reason:
+    whole within ``left`` of the record share, else with less of its annotation, else (a row
+    the task asks for) its plain form within ``whole_left`` of the memory's budget."""
+    fits = "task-relevant; fits record budget" if record.relevant else "fits record budget"
+    if tokens <= left:
+        return record.text, tokens, fits
+    forms = shorter_forms(record)
+    costs = row_costs(counter, [text for text, _ in forms]) if forms else []
+    for (text, said), cost in zip(forms, costs, strict=True):
+        if cost <= left:
+            return (
+                text,
+                cost,
+                f"{fits} with {said}: the whole row needs {tokens} tokens, {left} were left",
+            )
+    plain_text, plain = (forms[-1][0], costs[-1]) if forms else (record.text, tokens)
+    if record.asked and plain <= whole_left:
+        reason = (
+            "task-relevant; the task asks for this key: packed before the source lines, "
+            f"past the record share ({left} tokens of it were left)"
+        )
+        return plain_text, plain, reason + (f", with {forms[-1][1]}" if forms else "")
+    without = f"; {plain} without its later mentions" if forms else ""
+    return record.text, None, f"over record budget (needs {tokens}, {left} left{without})"
 
 
 def note_rows_shown(

@@ -25,6 +25,7 @@ __all__ = [
     "Record",
     "candidate_records",
     "format_ids",
+    "shorter_forms",
 ]
 
 CAPS = {"state": 96, "count": 80, "relation": 120}
@@ -68,6 +69,42 @@ class Record:
     writer: int = -1
     mentioning: Sequence[int] = ()
     later: Sequence[int] = ()
+
+    @property
+    def asked(self) -> bool:
+        """A STATE row whose key the task names: its value is the answer."""
+        return self.kind == "state" and self.relevant
+
+
+#: A row whose list of later mentions does not fit shows at most this many of the newest.
+SHORT_MENTIONS = 3
+
+
+def shorter_forms(record: Record) -> list[tuple[str, str]]:
+    """The row with less of its annotation (the lines that mention its key later), fullest
+    first and ending with the row without it, each with what the ledger says of it; none for
+    a row without one.
+
+    The newest mentions are kept longest: they are the ones packed beside the row
+    (:data:`tomc._core.evidence.PROMOTED_MENTIONS`).
+    """
+    later = record.later
+    if record.kind != "state" or not later:
+        return []
+    head = f"STATE {record.key} = {record.value} ({format_ids(record.units)}"
+    n = len(later)
+    lines = _plural(n, "line")
+    mentions = f"its {_plural(n, 'later mention')}"
+    forms = [
+        (
+            f"{head}; mentioned later: {lines}, newest {format_ids(later[-k:])})",
+            f"{mentions} shortened to the newest {k}",
+        )
+        for k in range(min(SHORT_MENTIONS, n - 1), 0, -1)
+    ]
+    forms.append((f"{head}; mentioned later: {lines})", f"{mentions} shortened to their number"))
+    forms.append((f"{head})", f"{mentions} left out of the row"))
+    return forms
 
 
 def _state_records(

@@ -55,6 +55,7 @@ def source_ledger_rows(
     same_as: Mapping[int, int] | None = None,
     needs: Mapping[int, tuple[int, ...]] | None = None,
     stamps: StampGroups | None = None,
+    replaced: Mapping[int, str] | None = None,
 ) -> list[LedgerRow]:
     """One ledger row per source line: its score, whether it was kept and why.
 
@@ -62,7 +63,8 @@ def source_ledger_rows(
     from being counted together with the line before it, plus its group's stamp line where it
     is written above it). ``same_as``, ``needs`` and ``stamps`` are the packing's (an
     identical line packed once; a line held back for its key's writing line; lines under a
-    shared stamp, whose costs are without it).
+    shared stamp, whose costs are without it). ``replaced`` maps a line that wrote a value a
+    later line replaced to that value and where (its note, below it, says so).
     """
     same_as = same_as or {}
     needs = needs or {}
@@ -109,6 +111,11 @@ def source_ledger_rows(
             reason = f"over budget (rank {rank_of[i]} of {total}, needs {need} tokens)"
         tokens, note = _as_packed(stamps, packed, i, i in kept)
         reason += note
+        if replaced and i in replaced:
+            reason += (
+                f"; its value was replaced later ({replaced[i]}): a note below it says so, "
+                "counted with it"
+            )
         if i in packed.extra:
             tokens += packed.extra[i]
             reason += f"; counted with the line before it ({packed.extra[i]:+d} tokens)"

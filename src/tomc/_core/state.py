@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .operations import Copy, Set
 from .result import UNKNOWN
 
-__all__ = ["CHAIN_EDGE", "Chain", "StateEntry", "replay_state"]
+__all__ = ["CHAIN_EDGE", "Chain", "StateEntry", "replaced_writes", "replay_state"]
 
 
 #: How many units a chain keeps at each end for display (the memory shows 4 + 4 ids).
@@ -89,3 +89,26 @@ def replay_state(operations: Iterable[tuple[int, Set | Copy]]) -> list[StateEntr
             else:
                 values[op.target] = (source[0], Chain(unit, source[1]))
     return [StateEntry(name, value, chain, chain.unit) for name, (value, chain) in values.items()]
+
+
+def replaced_writes(operations: Iterable[tuple[int, Set | Copy]]) -> dict[int, StateEntry]:
+    """Unit -> its variable's entry, for every write whose value a later write replaced with
+    another (a write of the value the variable still holds replaced nothing a reader needs to
+    know). Linear: one replay that keeps each write's value, then one pass over the writes."""
+    ops = list(operations)
+    values: dict[str, str] = {}
+    written: list[tuple[int, str, str]] = []
+    for unit, op in ops:
+        if type(op) is Set:
+            name, value = op.name, op.value
+        else:
+            name, value = op.target, values.get(op.source, UNKNOWN)
+        values[name] = value
+        written.append((unit, name, value))
+    entries = {entry.name: entry for entry in replay_state(ops)}
+    replaced: dict[int, StateEntry] = {}
+    for unit, name, value in written:
+        entry = entries[name]
+        if unit != entry.last_unit and value != entry.value:
+            replaced[unit] = entry
+    return replaced
