@@ -35,8 +35,10 @@ from dataclasses import dataclass
 
 from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores
+from ._action_log import folded, summary_line, with_note
 from ._changed_files import changed_files
 from ._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
+from ._salient import salient
 from ._work_values import LATER, VALUES_SHARE, read_work_values, values_section
 
 __all__ = [
@@ -157,43 +159,6 @@ FRAMING = re.compile(
 )
 
 
-# Lines that stand out in a tool's output: a level or an error, a traceback frame, a URL, a
-# ticket, a hash or a long id, a version pin.
-_SALIENT = re.compile(
-    r"\b(?:ERROR|WARN(?:ING)?|FATAL|CRITICAL|FAIL(?:ED|URE)?|Traceback|Exception|panic)\b"
-    r"|\b[A-Za-z]+Error\b|^\s*File \"|https?://|\b[A-Z][A-Z0-9]+-\d+\b|\b[0-9a-f]{10,}\b"
-    r"|[\w.-]==?\d|\b[vV]?\d+\.\d+\.\d+\b"
-)
-_PROSE = re.compile(r"\s*(?:[-*#>]+\s*)?[A-Z][a-z]+(?: [\w'’,()-]+){5,}[.!?:]?\s*")
-
-
-def _shape(line: str) -> str:
-    """What kind of line this is, to find one unlike its neighbours."""
-    stripped = line.lstrip()
-    if stripped[:1] in "{[" and stripped.rstrip()[-1:] in "}]":
-        return "record"
-    if _PROSE.fullmatch(line):
-        return "prose"
-    return "other"
-
-
-def salient(lines: Sequence[str]) -> list[bool]:
-    """Which lines stand out: by what they say (:data:`_SALIENT`), or as a sentence or a JSON
-    record among lines of another kind (a note inside code, an event inside a plain log)."""
-    shapes = [_shape(line) for line in lines]
-    out = []
-    last = len(lines) - 1
-    for index, line in enumerate(lines):
-        shape = shapes[index]
-        unlike = (
-            shape != "other"
-            and (index == 0 or shapes[index - 1] != shape)
-            and (index == last or shapes[index + 1] != shape)
-        )
-        out.append(unlike or _SALIENT.search(line) is not None)
-    return out
-
-
 # A line number that grep -n, cat -n or nl put in front of a line: the same source line seen
 # through two commands is one line.
 _NUMBERED = re.compile(r"^\s*(?:[\w./\-]+:)?\d+[:\t-]\s?")
@@ -238,11 +203,8 @@ def build_work_memory(
         + [call.arguments for entry in focus for call in entry.calls]
     )
     left = budget - count(header)
-    reserved = _weigh_groups(work.groups, _paths(focus_text), count, left)
-    left -= abs(reserved)
-    summary = _summary([g for g in work.groups if g.header]) if reserved <= 0 else ""
-    if reserved == 0 and summary and any(g.header_cost for g in work.groups):
-        summary = " "  # no room even for the summary: headers are paid by their lines
+    log = _plan_log(work.groups, _paths(focus_text), count, left)
+    left -= log.reserved
     values = read_work_values(outputs, later_text)
     section = values_section(values, task, min(left, int(budget * VALUES_SHARE)), count, _label)
     if section:
@@ -256,10 +218,10 @@ def build_work_memory(
         for index in candidates
     }
     order = _ranked(work, candidates, costs, copies, task, focus_text)
-    kept = _pack(work, order, costs, left, charge_headers=bool(summary))
-    if summary.strip():
-        header = f"{header}\n{summary}"
-    text = _render(header, work, kept, notes, log=not summary)
+    kept = _pack(work, order, costs, left, charge_headers=not log.reserved_headers)
+    if log.summary:
+        header = f"{header}\n{log.summary}"
+    text = _render(header, work, kept, notes, log=log.reserved_headers)
     return WorkMemory(text, count(text), len(kept), len(candidates), work.calls)
 
 
@@ -367,15 +329,23 @@ def _origin(group: _Group) -> str:
     return group.header.split("] ", 1)[-1] if "] " in group.header else group.header
 
 
-def _weigh_groups(
+@dataclass(frozen=True, slots=True)
+class _LogPlan:
+    """What the action log takes before any line: every header (``reserved_headers``), or
+    when not even bare headers fit, a summary line (headers then paid by their lines)."""
+
+    reserved: int
+    reserved_headers: bool
+    summary: str = ""
+
+
+def _plan_log(
     groups: Sequence[_Group], focus_paths: set[str], count: Callable[[str], int], room: int
-) -> int:
-    """Each group's recency, focus and header cost; returns what the action log reserves.
+) -> _LogPlan:
+    """Each group's recency, focus and header cost, and what the action log reserves.
 
     Every call's header is reserved before any line: the arguments a header shows are cut
-    shorter while the log would take more than :data:`ACTION_LOG_SHARE` of ``room``. When not
-    even bare headers fit, the log is one summary line, and the cost returned is negative (the
-    summary's, with headers charged to the lines instead).
+    shorter while the log would take more than :data:`ACTION_LOG_SHARE` of ``room``.
     """
     # A file keeps being worked on after its last read: a call's recency is that of the newest
     # call touching any of the same files.
@@ -396,28 +366,14 @@ def _weigh_groups(
                     f" {shown}" if shown else ""
                 )
             # Priced with the longest note it can get, so the rendered header never costs more.
-            noted = _with_note(group.header, " (99999 of 99999 output lines kept)")
+            noted = with_note(group.header, " (99999 of 99999 output lines kept)")
             group.header_cost = count(noted + "\n")
         reserved = sum(group.header_cost for group in calls)
         if reserved <= ACTION_LOG_SHARE * room or (limit <= MIN_HEADER_ARGS and reserved <= room):
-            return reserved
-    # Not even one bare header per call fits: one line says which calls there were, and a
-    # call's header is paid by its first kept line, as before the log was reserved.
-    summary = _summary(calls)
-    cost = count(summary + "\n") if summary else 0
-    return -cost if cost <= room else 0
-
-
-def _summary(calls: Sequence[_Group]) -> str:
-    """``[calls 1-30: bash 28, python 2; no output kept]``, for a log too long to show."""
-    numbered = [group for group in calls if group.number]
-    if not numbered:
-        return ""
-    tools: dict[str, int] = {}
-    for group in numbered:
-        tools[group.tool] = tools.get(group.tool, 0) + 1
-    each = ", ".join(f"{tool} {n}" for tool, n in tools.items())
-    return f"[calls {numbered[0].number}-{numbered[-1].number}: {each}; no output kept]"
+            return _LogPlan(reserved, True)
+    line = summary_line(calls)
+    cost = count(line + "\n") if line else 0
+    return _LogPlan(cost, False, line) if cost <= room else _LogPlan(0, False)
 
 
 def _ranked(
@@ -490,47 +446,21 @@ def _render(header: str, work: _Work, kept: set[int], notes: dict[int, str], *, 
             if group.number:
                 run.append(group)
             elif group.header:  # an output whose call is not in this stretch
-                out.extend(_folded(run))
+                out.extend(folded(run))
                 run = []
-                out.append(
-                    _with_note(group.header, f" (0 of {len(group.lines)} output lines kept)")
-                )
+                out.append(with_note(group.header, f" (0 of {len(group.lines)} output lines kept)"))
             continue
-        out.extend(_folded(run))
+        out.extend(folded(run))
         run = []
         lines = [i for i in group.lines if i in kept]
         if group.header:
             note = f" ({len(lines)} of {len(group.lines)} output lines kept)"
             out.append(
-                _with_note(group.header, note) if len(lines) < len(group.lines) else group.header
+                with_note(group.header, note) if len(lines) < len(group.lines) else group.header
             )
         for index in lines:
             out.append(work.texts[index])
             if index in notes:
                 out.append(notes[index])
-    out.extend(_folded(run))
+    out.extend(folded(run))
     return "\n".join(out) + "\n"
-
-
-def _folded(run: Sequence[_Group]) -> list[str]:
-    """Calls in a row whose output left no line: one line naming each call's arguments."""
-    if not run:
-        return []
-    if len(run) == 1:
-        group = run[0]
-        return [_with_note(group.header, f" (0 of {len(group.lines)} output lines kept)")]
-    tools = {group.tool for group in run}
-    what = f" {run[0].tool}" if len(tools) == 1 else ""
-    calls = "; ".join(
-        (group.header.split("] ", 1)[-1] if "] " in group.header else "")
-        if what
-        else group.header.split(" ", 2)[-1].replace("] ", ": ", 1)
-        for group in run
-    )
-    return [f"[calls {run[0].number}-{run[-1].number}{what}, no output lines kept] {calls}"]
-
-
-def _with_note(header: str, note: str) -> str:
-    """Put the kept-lines note inside the header's bracket."""
-    close = header.find("]")
-    return header[:close] + note.replace(" (", ", ").rstrip(")") + header[close:]

@@ -1,0 +1,51 @@
+"""Which lines of a tool's output stand out from the ordinary ones around them.
+
+An agent's tool output is mostly filler for the question at hand (the body of a file, a run of
+similar log lines); what it needs later is often the line that is different: an error or a
+warning, a traceback frame, a URL, a ticket or a hash, a version pin, a sentence among code, a
+JSON record among plain log lines. The work memory ranks such lines above ordinary lines of
+their call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["salient"]
+
+# Lines that stand out in a tool's output: a level or an error, a traceback frame, a URL, a
+# ticket, a hash or a long id, a version pin.
+_SALIENT = re.compile(
+    r"\b(?:ERROR|WARN(?:ING)?|FATAL|CRITICAL|FAIL(?:ED|URE)?|Traceback|Exception|panic)\b"
+    r"|\b[A-Za-z]+Error\b|^\s*File \"|https?://|\b[A-Z][A-Z0-9]+-\d+\b|\b[0-9a-f]{10,}\b"
+    r"|[\w.-]==?\d|\b[vV]?\d+\.\d+\.\d+\b"
+)
+_PROSE = re.compile(r"\s*(?:[-*#>]+\s*)?[A-Z][a-z]+(?: [\w'’,()-]+){5,}[.!?:]?\s*")
+
+
+def _shape(line: str) -> str:
+    """What kind of line this is, to find one unlike its neighbours."""
+    stripped = line.lstrip()
+    if stripped[:1] in "{[" and stripped.rstrip()[-1:] in "}]":
+        return "record"
+    if _PROSE.fullmatch(line):
+        return "prose"
+    return "other"
+
+
+def salient(lines: Sequence[str]) -> list[bool]:
+    """Which lines stand out: by what they say (:data:`_SALIENT`), or as a sentence or a JSON
+    record among lines of another kind (a note inside code, an event inside a plain log)."""
+    shapes = [_shape(line) for line in lines]
+    out = []
+    last = len(lines) - 1
+    for index, line in enumerate(lines):
+        shape = shapes[index]
+        unlike = (
+            shape != "other"
+            and (index == 0 or shapes[index - 1] != shape)
+            and (index == last or shapes[index + 1] != shape)
+        )
+        out.append(unlike or _SALIENT.search(line) is not None)
+    return out
