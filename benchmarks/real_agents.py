@@ -412,7 +412,10 @@ def fidelity_rows(
     from tomc._gateway.proxy.options import SESSION_OPTIONS
 
     direct = recorded_direct(cell, probe, refresh)
-    rows = [_fidelity_row(cell, "direct (recorded)", direct, direct, 0.0)]
+    own = f", {direct.compactions} own compaction(s): replays past it not valid" * bool(
+        direct.compactions
+    )
+    rows = [_fidelity_row(cell, f"direct (recorded{own})", direct, direct, 0.0)]
     started = time.monotonic()
     tomc = replay_through_tomc(direct, replace(SESSION_OPTIONS, **options)).run
     rows.append(_fidelity_row(cell, "TOMC (offline)", tomc, direct, time.monotonic() - started))

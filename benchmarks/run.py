@@ -317,9 +317,12 @@ def real_agents_section(quick: bool) -> list[str]:
             "#" + defaults_heading(),
             "",
             "Produced by the same run (`python -m benchmarks.real_agents --defaults` prints it "
-            "alone): nothing shortened; each session plants 20 values, sets a third of them again "
-            "halfway and edits 8 files; worst step: the highest ratio of billed input so far at "
-            "any step; masking: observation masking of direct's final request.",
+            "alone): nothing shortened; each session is the realistic probe (standard-library "
+            "text, 20 values in 20 formats named in plain words, 7 set again later, 8 files "
+            "edited); worst step: the highest ratio of billed input so far at any step; masking: "
+            "observation masking of direct's final request; stale only: changed values carried "
+            "only by their earlier setting; calls named: steps whose file path the final request "
+            "names.",
             "",
             defaults_table(rows),
         ]
