@@ -273,8 +273,19 @@ def test_a_log_too_long_for_the_budget_is_one_summary_line():
     entries = []
     for number in range(60):
         entries += group(number, f"cat src/module_{number:02d}.py", _code(number, 5))
+    # one tool: the calls fold into one bare line when their arguments do not fit
     memory = build(entries, budget=150, task="")
-    assert "[calls 1-60: bash 60; no output kept]" in memory.text
+    assert memory.text.splitlines()[1] == "[calls 1-59 bash, no output lines kept]"
+    assert METER.count(memory.text) <= 150
+    # tools taking turns: sixty bare lines do not fit, one summary line says what ran
+    for number in range(0, 120, 4):
+        entries[number] = Entry(
+            ASSISTANT,
+            "assistant",
+            calls=(ToolCall(f"c{number // 2}", "python", '{"command": "x"}'),),
+        )
+    memory = build(entries, budget=150, task="")
+    assert "[calls 1-60: python 30, bash 30; no output kept]" in memory.text
     assert METER.count(memory.text) <= 150
 
 

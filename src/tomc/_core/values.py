@@ -36,6 +36,7 @@ __all__ = [
     "SCOPE_KEYS",
     "Value",
     "ValueHistory",
+    "is_literal",
     "newest_values",
     "read_values",
 ]
@@ -100,7 +101,7 @@ _MAPPING = re.compile(r"(\s*)(?:-\s+)?([\"']?)([A-Za-z_][\w.\-/]*)\2\s*:(?:\s+(.
 _PAIR = re.compile(r"(?<![\w.\-])([A-Za-z_][\w.\-]*)=(\"[^\"]*\"|'[^']*'|[^\s,;&]+)")
 _PIN = re.compile(r"\s*([A-Za-z][\w.\-\[\]]*)\s*(==|~=|===|@)\s*v?(\d[\w.+\-]*)\s*(?:[#;].*)?")
 _JSON_KEY = re.compile(r"""\s*["']([^"']{1,80})["']\s*:\s*(.*?)\s*,?\s*""")
-_TABLE_RULE = re.compile(r"\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*")
+_TABLE_RULE = re.compile(r"\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*")
 _FENCE = re.compile(r"\s*(?:```|~~~)")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 # Lines that make a text source code: there a bare word after `=` names a variable.
@@ -139,6 +140,12 @@ def _literal(raw: str, *, bare: bool, code: bool = False) -> str | None:
     if code and (" " in raw or _WORD.fullmatch(raw) or _ATTRIBUTE.fullmatch(raw)):
         return None
     return raw
+
+
+def is_literal(text: str) -> bool:
+    """Whether ``text`` reads as a value rather than code: ``prod``, ``72613``, ``"a b"``, not
+    ``os.dup(fd)``, ``a * b`` or ``rotdig[-topad:]``."""
+    return _literal(text, bare=True) is not None
 
 
 def _strip_comment(raw: str) -> str:

@@ -12,16 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-__all__ = ["LoggedCall", "folded", "summary_line", "with_note"]
+__all__ = ["LoggedCall", "bracket", "folded", "summary_line", "with_note"]
 
 
 class LoggedCall(Protocol):
-    """What the log needs of a call: its number (0: no call), tool, header and output lines."""
+    """What the log needs of a call: its number (0: an output without its call), tool, header,
+    output lines, and its arguments as the log shows them."""
 
     number: int
     tool: str
     header: str
     lines: list[int]
+    logged: str
 
 
 def summary_line(calls: Sequence[LoggedCall]) -> str:
@@ -36,22 +38,26 @@ def summary_line(calls: Sequence[LoggedCall]) -> str:
     return f"[calls {numbered[0].number}-{numbered[-1].number}: {each}; no output kept]"
 
 
+def bracket(tool: str) -> str:
+    """The longest opening a folded line of ``tool`` can have (for pricing)."""
+    return f"[calls 99999-99999 {tool}, no output lines kept] "
+
+
 def folded(run: Sequence[LoggedCall]) -> list[str]:
-    """Calls in a row whose output left no line: one line naming each call's arguments."""
-    if not run:
-        return []
-    if len(run) == 1:
-        group = run[0]
-        return [with_note(group.header, f" (0 of {len(group.lines)} output lines kept)")]
-    tools = {group.tool for group in run}
-    what = f" {run[0].tool}" if len(tools) == 1 else ""
-    calls = "; ".join(
-        (group.header.split("] ", 1)[-1] if "] " in group.header else "")
-        if what
-        else group.header.split(" ", 2)[-1].replace("] ", ": ", 1)
-        for group in run
-    )
-    return [f"[calls {run[0].number}-{run[-1].number}{what}, no output lines kept] {calls}"]
+    """Calls in a row whose output left no line: one line per tool's run of them, naming each
+    call's arguments (``[calls 3-7 bash, no output lines kept] cat a.py; cat b.py; ...``)."""
+    lines = []
+    start = 0
+    for end in range(1, len(run) + 1):
+        if end < len(run) and run[end].tool == run[start].tool:
+            continue
+        part = run[start:end]
+        first, last, tool = part[0].number, part[-1].number, part[0].tool
+        which = f"calls {first}-{last}" if len(part) > 1 else f"call {first}"
+        shown = "; ".join(group.logged for group in part) if any(g.logged for g in part) else ""
+        lines.append(f"[{which} {tool}, no output lines kept] {shown}".rstrip())
+        start = end
+    return lines
 
 
 def with_note(header: str, note: str) -> str:

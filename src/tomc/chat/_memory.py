@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._core.compiler import compile_memory
+from .._core.mentions import TaskMentions
+from .._core.values import is_literal
 from ._conversation import TOOL, Entry
 from ._layout import WORK
 from ._meter import TokenMeter
@@ -56,6 +58,9 @@ WORK_RECORD_SHARE = 0.25
 #: A deep memory still gives exact records this many tokens (at most half its budget): a few
 #: dozen current values cost less than the lines they stand for.
 MIN_RECORD_TOKENS = 512
+#: The compiler's routes whose records (of the route's own kind) a work memory shows; values
+#: have a section of their own (:mod:`.work_values`), beside the STATE rows the task names.
+WORK_RECORD_ROUTES = ("relation", "count")
 HISTORY_WORK_HEADER = (
     "[TOMC memory of {count} earlier items, from before the current task, with {calls} tool "
     "calls, compiled on the CPU. Kept output lines appear under the call that produced them, in "
@@ -121,8 +126,21 @@ def build_region_memory(
             records = compile_fn(
                 history, task, budget_tokens=max(0, room), strategy="tomc", counter=counter
             )
-            if records.route != "raw" and records.compiled_memory:
-                header = f"{header}\n{records.compiled_memory.rstrip()}"
+            # Relations and counts, and the values (copies executed) of keys the task names
+            # when they are literals: code is full of `x = compute()` lines, which are no
+            # values; the rest of the values head the work memory in a section of their own.
+            named = set(TaskMentions(task).variables([r.key for r in records.ledger]))
+            rows = [
+                row.text
+                for row in records.ledger
+                if row.included
+                and (
+                    row.kind == records.route in WORK_RECORD_ROUTES
+                    or (row.kind == "state" and row.key in named and is_literal(row.value))
+                )
+            ]
+            if rows:
+                header = "\n".join([header, *rows])
         later_text = "\n".join(entry_text(entry) for entry in later)
         memory = build_work_memory(
             content,

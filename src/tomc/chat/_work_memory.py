@@ -35,11 +35,11 @@ from dataclasses import dataclass
 
 from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores
-from ._action_log import folded, summary_line, with_note
+from ._action_log import bracket, folded, summary_line, with_note
 from ._changed_files import changed_files
 from ._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
 from ._salient import salient
-from ._work_values import LATER, VALUES_SHARE, read_work_values, values_section
+from ._work_values import LATER, read_work_values, values_section
 
 __all__ = [
     "ACTION_LOG_SHARE",
@@ -71,14 +71,24 @@ RECENCY_WEIGHT = 3.0
 FOCUS_WEIGHT = 1.0
 REPEAT_WEIGHT = 1.0
 #: A line's BM25 score against the task alone, scaled to the best line's, weighs this much
-#: more: the best match of the task in the oldest call ties with filler of the newest one.
-TASK_WEIGHT = 3.0
+#: more in the main ranking.
+TASK_WEIGHT = 0.0
+#: Lines whose task score is at least this share of the best line's go first, best match
+#: first, into at most :data:`TASK_LINE_SHARE` of the room for lines: an old line the task asks
+#: about is not crowded out by filler of the newest calls, and the code the agent works on
+#: (recency) keeps the rest.
+STRONG_TASK_MATCH = 0.35
+TASK_LINE_SHARE = 0.25
 #: A line that stands out from ordinary output (see :func:`salient`).
-SALIENT_WEIGHT = 1.0
+SALIENT_WEIGHT = 0.5
 #: The action log (one header per call) takes at most this share of the budget; past it, the
 #: arguments each header shows are shortened (down to :data:`MIN_HEADER_ARGS` characters).
 ACTION_LOG_SHARE = 0.3
 MIN_HEADER_ARGS = 24
+# Where a shared prefix or suffix of arguments may end or begin.
+_SEPARATORS = (" ", '"', "'", "(", ")", "{", "}", ",", ";", "=")
+#: A shortened header drops what every call of its tool shares when that is this long or more.
+MIN_COMMON_ARGS = 12
 # Paths as agents write them: a/b/c.py, ./x.cfg, src/mod.rs (at least one slash or a dot-ext).
 _PATH = re.compile(r"(?:\.{0,2}/)?[\w\-.]+(?:/[\w\-.]+)+|[\w\-]+\.[A-Za-z]{1,5}\b")
 _SPACE = re.compile(r"\s+")
@@ -110,6 +120,9 @@ class _Group:
     number: int = 0  # the call's number; 0 for the agent's text or an output without its call
     tool: str = ""
     arguments: str = ""
+    distinct: str = ""  # the arguments without what all calls of the tool share
+    logged: str = ""  # the arguments as the action log shows them
+    touched: str = ""  # the paths its arguments name, in order
 
 
 def _short_arguments(call: ToolCall, limit: int = MAX_HEADER_ARGS) -> str:
@@ -137,7 +150,42 @@ def _short_arguments(call: ToolCall, limit: int = MAX_HEADER_ARGS) -> str:
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…" if limit > 1 else ""
+
+
+def _common_prefix(texts: Sequence[str]) -> int:
+    """How many characters every text starts with."""
+    shortest, longest = min(texts), max(texts)  # the extremes differ first, if any do
+    for position, char in enumerate(shortest):
+        if char != longest[position]:
+            return position
+    return len(shortest)
+
+
+def _distinct_arguments(groups: Sequence[_Group]) -> None:
+    """Each call's arguments without what every call of its tool says alike (Codex wraps each
+    command in the same code: ``const r = await tools.exec_command({cmd: "…", ...})``), so a
+    shortened header still names what the call did."""
+    by_tool: dict[str, list[_Group]] = {}
+    for group in groups:
+        if group.number:
+            by_tool.setdefault(group.tool, []).append(group)
+    for calls in by_tool.values():
+        texts = [group.arguments for group in calls]
+        if len(texts) < 2:
+            continue
+        # Whole words only: back to a separator, so a path or a name is never cut in two.
+        prefix = _common_prefix(texts)
+        prefix = max((texts[0].rfind(sep, 0, prefix) + 1 for sep in _SEPARATORS), default=0)
+        suffix = _common_prefix([text[prefix:][::-1] for text in texts])
+        ends = [texts[0].find(sep, len(texts[0]) - suffix) for sep in _SEPARATORS]
+        suffix = len(texts[0]) - min((end for end in ends if end >= 0), default=len(texts[0]))
+        for group in calls:
+            middle = group.arguments[prefix : len(group.arguments) - suffix]
+            if middle.strip() and prefix + suffix >= MIN_COMMON_ARGS:
+                group.distinct = ("…" if prefix else "") + middle + ("…" if suffix else "")
 
 
 def call_header(number: int, call: ToolCall) -> str:
@@ -206,7 +254,7 @@ def build_work_memory(
     log = _plan_log(work.groups, _paths(focus_text), count, left)
     left -= log.reserved
     values = read_work_values(outputs, later_text)
-    section = values_section(values, task, min(left, int(budget * VALUES_SHARE)), count, _label)
+    section = values_section(values, task, budget, left, count, _label)
     if section:
         left -= count(section + "\n")
         header = f"{header}\n{section}"
@@ -217,8 +265,8 @@ def build_work_memory(
         + (count(notes[index] + "\n") if index in notes else 0)
         for index in candidates
     }
-    order = _ranked(work, candidates, costs, copies, task, focus_text)
-    kept = _pack(work, order, costs, left, charge_headers=not log.reserved_headers)
+    orders = _ranked(work, candidates, costs, copies, task, focus_text)
+    kept = _pack(work, orders, costs, left)
     if log.summary:
         header = f"{header}\n{log.summary}"
     text = _render(header, work, kept, notes, log=log.reserved_headers)
@@ -331,8 +379,8 @@ def _origin(group: _Group) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _LogPlan:
-    """What the action log takes before any line: every header (``reserved_headers``), or
-    when not even bare headers fit, a summary line (headers then paid by their lines)."""
+    """What the action log takes before any line: every call folded into lines that name
+    each one's arguments (``reserved_headers``), or when not even that fits, a summary line."""
 
     reserved: int
     reserved_headers: bool
@@ -354,21 +402,34 @@ def _plan_log(
     for group, paths in zip(groups, group_paths, strict=True):
         for path in paths:
             touched[path] = group.order
+    for group in groups:
+        if group.number:
+            named = dict.fromkeys(m for m in _PATH.findall(group.arguments) if len(m) > 2)
+            group.touched = " ".join(named)
     for group, paths in zip(groups, group_paths, strict=True):
         group.focus = bool(focus_paths & paths)
         group.recency = max([group.order, *(touched[path] for path in paths)])
     calls = [group for group in groups if group.header]
+    _distinct_arguments(calls)
+    numbered = [group for group in calls if group.number]
+    # A group's first kept line pays its header and one opening more of the log, since the
+    # group splits the folded line it sat in.
+    split = max((count(bracket(group.tool) + "\n") for group in numbered), default=0)
     for limit in (MAX_HEADER_ARGS, 80, 48, MIN_HEADER_ARGS, 0):
-        for group in calls:
-            if group.number:
-                shown = _cut(group.arguments, limit)
-                group.header = f"[call {group.number} {group.tool}]" + (
-                    f" {shown}" if shown else ""
-                )
+        for group in numbered:
+            group.logged = group.arguments if len(group.arguments) <= limit else ""
+            if limit and not group.logged:
+                # The files a call touched name it best; else what its calls do not share.
+                group.logged = group.touched or _cut(group.distinct or group.arguments, limit)
+            shown = f" {group.logged}" if group.logged else ""
+            group.header = f"[call {group.number} {group.tool}]{shown}"
+        for group in groups:
             # Priced with the longest note it can get, so the rendered header never costs more.
             noted = with_note(group.header, " (99999 of 99999 output lines kept)")
-            group.header_cost = count(noted + "\n")
-        reserved = sum(group.header_cost for group in calls)
+            group.header_cost = split + (count(noted + "\n") if group.header else 0)
+        log = "\n".join(folded(numbered))
+        reserved = count(log + "\n") if log else 0
+        reserved += sum(group.header_cost for group in calls if not group.number)  # orphans
         if reserved <= ACTION_LOG_SHARE * room or (limit <= MIN_HEADER_ARGS and reserved <= room):
             return _LogPlan(reserved, True)
     line = summary_line(calls)
@@ -383,8 +444,9 @@ def _ranked(
     copies: Sequence[int],
     task: str,
     focus_text: str,
-) -> list[int]:
-    """The candidate lines, best first (see the weights above); ties: newer first."""
+) -> tuple[list[int], list[int]]:
+    """The lines that match the task strongly, best match first (the task's pass), and every
+    candidate line best first (see the weights above); ties: newer first."""
     texts, groups = work.texts, work.groups
     rows = [texts[i] for i in candidates]
     lengths = [costs[i] for i in candidates]
@@ -395,17 +457,23 @@ def _ranked(
     standing_out = _salient_lines(work)
     span = max(1, len(groups) - 1)
     score_of: dict[int, float] = {}
+    task_of: dict[int, float] = {}
     for position, index in enumerate(candidates):
         group = groups[work.owner[index]]
+        salience = SALIENT_WEIGHT if standing_out[index] else 0.0
+        match = on_task.get(position, 0.0) / top_task
+        if match >= STRONG_TASK_MATCH:
+            task_of[index] = match + salience
         score_of[index] = (
             BM25_WEIGHT * scores.get(position, 0.0) / top
-            + TASK_WEIGHT * on_task.get(position, 0.0) / top_task
+            + TASK_WEIGHT * match
             + RECENCY_WEIGHT * group.order / span
             + (FOCUS_WEIGHT if group.focus else 0.0)
             + REPEAT_WEIGHT * (1.0 - 1.0 / copies[index])
-            + (SALIENT_WEIGHT if standing_out[index] else 0.0)
+            + salience
         )
-    return sorted(candidates, key=lambda i: (-score_of[i], -i))
+    on_task_first = sorted(task_of, key=lambda i: (-task_of[i], -i))
+    return on_task_first, sorted(candidates, key=lambda i: (-score_of[i], -i))
 
 
 def _salient_lines(work: _Work) -> list[bool]:
@@ -421,18 +489,27 @@ def _salient_lines(work: _Work) -> list[bool]:
 
 
 def _pack(
-    work: _Work, order: list[int], costs: dict[int, int], left: int, *, charge_headers: bool
+    work: _Work, orders: tuple[list[int], list[int]], costs: dict[int, int], left: int
 ) -> set[int]:
-    """The lines that fit in ``left`` tokens, taken in ``order``; the action log is reserved
-    already, unless ``charge_headers`` (a call's header is then paid by its first line)."""
+    """The lines that fit in ``left`` tokens: the task's pass first, in at most
+    :data:`TASK_LINE_SHARE` of them, then every line in rank order. A group's first kept line
+    pays its header (the folded action log is reserved already)."""
     kept: set[int] = set()
-    for index in order:
-        group = work.groups[work.owner[index]]
-        cost = costs[index] + (group.header_cost if charge_headers and not group.kept else 0)
-        if cost <= left:
-            left -= cost
-            kept.add(index)
-            group.kept += 1
+    on_task, ranked = orders
+
+    def take(order: list[int], room: int) -> int:
+        for index in order:
+            group = work.groups[work.owner[index]]
+            cost = costs[index] + (group.header_cost if not group.kept else 0)
+            if index not in kept and cost <= room:
+                room -= cost
+                kept.add(index)
+                group.kept += 1
+        return room
+
+    share = int(left * TASK_LINE_SHARE)
+    left -= share - take(on_task, share)
+    take(ranked, left)
     return kept
 
 

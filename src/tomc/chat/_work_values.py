@@ -27,6 +27,7 @@ from .._core.values import Value, ValueHistory, newest_values, read_values
 __all__ = [
     "LATER",
     "MAX_VALUE_ROWS",
+    "NAMED_VALUES_SHARE",
     "VALUES_HEADER",
     "VALUES_SHARE",
     "ReadValues",
@@ -34,7 +35,10 @@ __all__ = [
     "values_section",
 ]
 
-#: At most this share of a work memory's budget goes to its values section.
+#: A work memory's values section takes at most this share of its budget for the keys the
+#: task names, and these values are worth more than any line they came from ...
+NAMED_VALUES_SHARE = 0.5
+#: ... and at most this share in all when it lists others.
 VALUES_SHARE = 0.2
 #: And at most this many rows: the keys the task names, then the newest others.
 MAX_VALUE_ROWS = 48
@@ -87,16 +91,18 @@ def values_section(
     found: ReadValues,
     task: str,
     budget: int,
+    room: int,
     count: Callable[[str], int],
     call_label: Callable[[int], str],
 ) -> str:
-    """The section's text (``""`` when no value fits or none was read)."""
+    """The section's text for a memory of ``budget`` tokens with ``room`` left (``""`` when no
+    value fits or none was read)."""
     rows = [
         (h, f"{h.current.name} = {h.current.value} {call_label(h.origin)}")
         for h in found.histories.values()
         if h.origin != LATER
     ]
-    if not rows or budget <= 0:
+    if not rows or room <= 0:
         return ""
     terms = query_terms(task)
     names = [h.current.name.replace(".", " ") for h, _ in rows]
@@ -108,12 +114,15 @@ def values_section(
         key=lambda row: (-scores.get(position[id(row[0])], 0.0), -position[id(row[0])]),
     )
     header = VALUES_HEADER.format(shown=99999, total=99999)
-    left = budget - count(header + "\n")
+    used = count(header + "\n")
     chosen: list[int] = []
     for history, text in ordered[:MAX_VALUE_ROWS]:
+        named = position[id(history)] in scores
         cost = count(text + "\n")
-        if cost <= left:
-            left -= cost
+        # The task's keys may take NAMED_VALUES_SHARE of the budget, the others what is left
+        # of VALUES_SHARE.
+        if used + cost <= min(room, budget * (NAMED_VALUES_SHARE if named else VALUES_SHARE)):
+            used += cost
             chosen.append(position[id(history)])
     if not chosen:
         return ""
