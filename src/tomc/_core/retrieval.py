@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from .lexicon import CJK_RANGES, WORD_PATTERN, stem
+from .lexicon import CJK_RANGES, WORD_PATTERN, query_terms, stem
 
 __all__ = [
     "BM25_B",
@@ -25,8 +25,10 @@ __all__ = [
     "NEIGHBOUR_WEIGHTS",
     "SPEAKER_WEIGHT",
     "bm25_scores",
+    "clause_coverage",
     "leading_speaker",
     "spread_to_neighbours",
+    "task_clauses",
     "weight_named_speakers",
 ]
 
@@ -205,3 +207,47 @@ def weight_named_speakers(
         if hit:
             out[index] *= weight
     return out
+
+
+# Where one request of a task ends: a line break, a sentence's or a list item's end.
+_CLAUSE_BREAK = re.compile(r"\n|[;?!]\s|\.\s+(?=[A-Z0-9])|(?:^|\s)\(?\d{1,2}[.)]\s")
+
+
+def task_clauses(task: str) -> list[list[str]]:
+    """The stemmed terms of each request a task makes (its lines, sentences and list items),
+    each clause with at least one term."""
+    clauses = [
+        [t for t in query_terms(part) if not t.isdigit()] for part in _CLAUSE_BREAK.split(task)
+    ]
+    return [terms for terms in clauses if terms]
+
+
+def clause_coverage(texts: Sequence[str], clauses: Sequence[Sequence[str]]) -> dict[int, float]:
+    """For each line that has a term of some clause, the largest share of one clause's words
+    it contains, each word weighted by its rarity among the lines (its BM25 idf).
+
+    A task that asks for twenty things names each in a few words; a line that says most of the
+    words of one of them ("the licence key in the licensing error") is what that request is
+    about, however little it has of the others. Summing over the whole task instead favours
+    lines that happen to hold scattered common words.
+    """
+    terms = list(dict.fromkeys(term for clause in clauses for term in clause))
+    hits = term_frequencies(texts, terms)
+    if not hits:
+        return {}
+    count = len(texts)
+    df: dict[str, int] = {}
+    for _, tf in hits:
+        for term in tf:
+            df[term] = df.get(term, 0) + 1
+    idf = {t: math.log(1.0 + (count - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
+    weights = [(frozenset(clause), sum(idf[t] for t in set(clause))) for clause in clauses]
+    coverage: dict[int, float] = {}
+    for index, tf in hits:
+        found = tf.keys()
+        coverage[index] = max(
+            sum(idf[t] for t in found if t in words) / total
+            for words, total in weights
+            if total > 0
+        )
+    return coverage

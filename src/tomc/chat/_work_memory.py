@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .._core.lexicon import query_terms
-from .._core.retrieval import bm25_scores
+from .._core.retrieval import bm25_scores, clause_coverage, task_clauses
 from ._action_log import bracket, folded, summary_line, with_note
 from ._changed_files import changed_files
 from ._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
@@ -73,11 +73,12 @@ REPEAT_WEIGHT = 1.0
 #: A line's BM25 score against the task alone, scaled to the best line's, weighs this much
 #: more in the main ranking.
 TASK_WEIGHT = 0.0
-#: Lines whose task score is at least this share of the best line's go first, best match
-#: first, into at most :data:`TASK_LINE_SHARE` of the room for lines: an old line the task asks
-#: about is not crowded out by filler of the newest calls, and the code the agent works on
-#: (recency) keeps the rest.
-STRONG_TASK_MATCH = 0.35
+#: Lines that hold at least this share of the words of one of the task's requests (weighted by
+#: rarity, :func:`tomc._core.retrieval.clause_coverage`) go first, best covered first, into at
+#: most :data:`TASK_LINE_SHARE` of the room for lines: an old line the task asks about is not
+#: crowded out by filler of the newest calls, and the code the agent works on (recency) keeps
+#: the rest.
+STRONG_TASK_MATCH = 0.5
 TASK_LINE_SHARE = 0.25
 #: A line that stands out from ordinary output (see :func:`salient`).
 SALIENT_WEIGHT = 0.5
@@ -454,6 +455,7 @@ def _ranked(
     top = max(scores.values(), default=0.0) or 1.0
     on_task = bm25_scores(rows, lengths, query_terms(task))
     top_task = max(on_task.values(), default=0.0) or 1.0
+    covered = clause_coverage(rows, task_clauses(task))
     standing_out = _salient_lines(work)
     span = max(1, len(groups) - 1)
     score_of: dict[int, float] = {}
@@ -462,8 +464,10 @@ def _ranked(
         group = groups[work.owner[index]]
         salience = SALIENT_WEIGHT if standing_out[index] else 0.0
         match = on_task.get(position, 0.0) / top_task
-        if match >= STRONG_TASK_MATCH:
-            task_of[index] = match + salience
+        # Strong: most of one request's words, or close to the best match of the whole task.
+        strength = max(covered.get(position, 0.0), match)
+        if strength >= STRONG_TASK_MATCH:
+            task_of[index] = strength + salience
         score_of[index] = (
             BM25_WEIGHT * scores.get(position, 0.0) / top
             + TASK_WEIGHT * match

@@ -20,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .._core.lexicon import query_terms
-from .._core.retrieval import bm25_scores
+from .._core.retrieval import clause_coverage, task_clauses
 from .._core.values import Value, ValueHistory, newest_values, read_values
 
 __all__ = [
     "LATER",
     "MAX_VALUE_ROWS",
     "NAMED_VALUES_SHARE",
+    "STRONG_KEY_MATCH",
     "VALUES_HEADER",
     "VALUES_SHARE",
     "ReadValues",
@@ -38,6 +38,10 @@ __all__ = [
 #: A work memory's values section takes at most this share of its budget for the keys the
 #: task names, and these values are worth more than any line they came from ...
 NAMED_VALUES_SHARE = 0.5
+#: A key counts as named by the task when its words (with its scope's) hold at least this share
+#: of one of the task's requests (:func:`tomc._core.retrieval.clause_coverage`): one common
+#: word such as "value" or "version" does not name a key.
+STRONG_KEY_MATCH = 0.35
 #: ... and at most this share in all when it lists others.
 VALUES_SHARE = 0.2
 #: And at most this many rows: the keys the task names, then the newest others.
@@ -104,9 +108,8 @@ def values_section(
     ]
     if not rows or room <= 0:
         return ""
-    terms = query_terms(task)
     names = [h.current.name.replace(".", " ") for h, _ in rows]
-    scores = bm25_scores(names, [max(1, len(n.split())) for n in names], terms) if terms else {}
+    scores = clause_coverage(names, task_clauses(task))
     position = {id(h): i for i, (h, _) in enumerate(rows)}  # scores are keyed by it too
     # The task's keys by score; the rest newest first (rows are in order of newest reading).
     ordered = sorted(
@@ -117,7 +120,7 @@ def values_section(
     used = count(header + "\n")
     chosen: list[int] = []
     for history, text in ordered[:MAX_VALUE_ROWS]:
-        named = position[id(history)] in scores
+        named = scores.get(position[id(history)], 0.0) >= STRONG_KEY_MATCH
         cost = count(text + "\n")
         # The task's keys may take NAMED_VALUES_SHARE of the budget, the others what is left
         # of VALUES_SHARE.
@@ -128,5 +131,5 @@ def values_section(
         return ""
     head = VALUES_HEADER.format(shown=len(chosen), total=len(rows))
     # The task's keys first, each part in the order the values were read.
-    shown = sorted(chosen, key=lambda i: (i not in scores, i))
+    shown = sorted(chosen, key=lambda i: (scores.get(i, 0.0) < STRONG_KEY_MATCH, i))
     return "\n".join([head, *(rows[i][1] for i in shown)])
