@@ -35,16 +35,17 @@ edited files named. Its direct runs are saved to the cache below too.
 
 **The fast offline loop** (``--replay-fidelity``): each cell's direct run is recorded once, every
 model request's body as the provider received it, to ``.bench-cache/real-agents/`` (git-ignored;
-``<agent>-<steps>x<chars>[-pause<k>]-<probe>.json.gz``, a few MB each; recorded again when the
-script or the CLI's version changed, or with ``--refresh``; ``--record`` records without
-replaying). Then TOMC's rewrite is replayed offline over the recorded requests, as the gateway
-would decide them (``tests/agent_cost_replay.py``, with ``--options`` over the gateway's
-session options), and so is observation masking; per cell it prints direct, TOMC and masking:
-the final request's size, what it carries (as above), billed input and its ratio to direct and
-to masking. A cell replays in seconds to a minute (the TOMC working tree as it is: edit
-``src/tomc`` and run it again); recording takes a few minutes per cell. The offline figures
-differ a little from a live ``tomc run`` (``--defaults``): a live agent reacts to the rewrite
-(the token counts it sees, when it would compact itself), the replay sends what it sent direct.
+``<agent>-<steps>x<chars>[-pause<k>]-<probe>.json.gz``, 2-40 MB each, 120 MB for the nine
+cells; recorded again when the script or the CLI's version changed, or with ``--refresh``;
+``--record`` records without replaying; a direct run takes 10-60 s, the nine about 3 minutes).
+Then TOMC's rewrite is replayed offline over the recorded requests, as the gateway would decide
+them (``tests/agent_cost_replay.py``, with ``--options`` over the gateway's session options),
+and so is observation masking; per cell it prints direct, TOMC and masking: the final request's
+size, what it carries (as above), billed input and its ratio to direct and to masking. A cell
+replays in 1-10 s, the nine in about a minute, with ``src/tomc`` as it is in the working tree
+(``PYTHONPATH=<other tree>/src`` replays another). The offline figures can differ from a live
+``tomc run`` (``--defaults``): a live agent reacts to the rewrite (the token counts it sees,
+when it would compact itself), the replay sends what it sent direct.
 
 **--replay JSON**: the cells' direct runs (from the cache) and TOMC priced offline with these
 session options over the gateway's (e.g. ``'{"payback_requests": 2}'``).
