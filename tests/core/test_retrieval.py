@@ -9,8 +9,10 @@ from tomc._core.retrieval import (
     BM25_K1,
     SPEAKER_WEIGHT,
     bm25_scores,
+    clause_coverage,
     leading_speaker,
     spread_to_neighbours,
+    task_clauses,
     weight_named_speakers,
 )
 
@@ -162,3 +164,35 @@ def test_task_words_meet_identifiers() -> None:
         query_terms("What is deploy_target?"),
     )
     assert set(whole) == {0, 1}
+
+
+def test_a_task_is_split_into_its_requests() -> None:
+    task = (
+        "Report these values:\n1. the retry budget in seconds;\n"
+        "2. the licence key in the licensing error;\n3. the ticket tracking the clean-up. Thanks!"
+    )
+    assert task_clauses(task) == [
+        ["report", "valu"],
+        ["retr", "budget", "second"],
+        ["licenc", "key", "licens", "error"],
+        ["ticket", "track", "clean"],
+        ["thank"],
+    ]
+
+
+def test_clause_coverage_is_the_best_share_of_one_request() -> None:
+    """A line that says most of one request beats one that says a few words of several."""
+    clauses = task_clauses("1. the licence key in the licensing error\n2. the retry budget")
+    rows = [
+        "ERROR licensing.client: licence key LK-93QF rejected",
+        "retry after a licensing timeout",  # a word of each request
+        "RETRY_BUDGET_SECONDS = 417",
+        "nothing to see",
+    ]
+    coverage = clause_coverage(rows, clauses)
+    assert set(coverage) == {0, 1, 2}
+    assert coverage[0] == pytest.approx(1.0) and coverage[2] == pytest.approx(1.0)
+    assert coverage[1] < 1.0
+    # weighted by rarity: the word every line has counts least
+    idf_heavy = clause_coverage(["error one", "error two", "licence error"], [["licenc", "error"]])
+    assert idf_heavy[0] < 0.5 < idf_heavy[2]

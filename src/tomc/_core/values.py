@@ -345,6 +345,8 @@ class _Reader:
         key, op, raw = match.group(1), match.group(2), _strip_comment(match.group(3))
         if key.startswith(("self.", "cls.", "this.")) or key in _CODE_WORDS:
             return False
+        if self.code and not self.section and line[:1].isspace():
+            return False  # a local variable of a function, not a setting
         in_config = bool(self.section) or (not line[:1].isspace() and op == "=")
         code = self.code and not self.section
         value = _literal(raw, bare=in_config and not raw.endswith(":"), code=code)
