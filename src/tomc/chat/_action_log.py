@@ -9,21 +9,24 @@ long for any header becomes one summary line.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-__all__ = ["LoggedCall", "bracket", "folded", "summary_line", "with_note"]
+__all__ = ["LoggedCall", "folded", "split_cost", "summary_line", "unkept_log", "with_note"]
 
 
 class LoggedCall(Protocol):
-    """What the log needs of a call: its number (0: an output without its call), tool, header,
-    output lines, and its arguments as the log shows them."""
+    """What the log needs of a group of the memory: its number (0: the agent's text, or an
+    output without its call, whose ``header`` is then set), tool, header, output lines, its
+    arguments as the log shows them, its place and how many of its lines are kept."""
 
     number: int
     tool: str
     header: str
     lines: list[int]
     logged: str
+    order: int
+    kept: int
 
 
 def summary_line(calls: Sequence[LoggedCall]) -> str:
@@ -38,9 +41,51 @@ def summary_line(calls: Sequence[LoggedCall]) -> str:
     return f"[calls {numbered[0].number}-{numbered[-1].number}: {each}; no output kept]"
 
 
-def bracket(tool: str) -> str:
-    """The longest opening a folded line of ``tool`` can have (for pricing)."""
-    return f"[calls 99999-99999 {tool}, no output lines kept] "
+def unkept_log(groups: Sequence[LoggedCall]) -> list[str]:
+    """The log lines of the groups that keep no line, as the memory renders them: calls in a
+    row folded, an output without its call on a line of its own; a group with kept lines ends a
+    row (its header is rendered with its lines, not here)."""
+    lines: list[str] = []
+    run: list[LoggedCall] = []
+    for group in groups:
+        if group.kept:
+            lines += folded(run)
+            run = []
+        elif group.number:
+            run.append(group)
+        elif group.header:
+            lines += folded(run)
+            run = []
+            lines.append(with_note(group.header, f" (0 of {len(group.lines)} output lines kept)"))
+    return lines + folded(run)
+
+
+def split_cost(groups: Sequence[LoggedCall], group: LoggedCall, count: Callable[[str], int]) -> int:
+    """What the log's cost changes by when ``group`` (keeping no line yet) gets one: the row of
+    calls it sat in (or between) is folded in two, and it leaves the row."""
+    if group.header and not group.number:
+        return 0  # an output without its call has a line of its own already
+    start = end = group.order
+    while (
+        start > 0
+        and not groups[start - 1].kept
+        and (groups[start - 1].number or not groups[start - 1].header)
+    ):
+        start -= 1
+    while (
+        end + 1 < len(groups)
+        and not groups[end + 1].kept
+        and (groups[end + 1].number or not groups[end + 1].header)
+    ):
+        end += 1
+    row = [g for g in groups[start : end + 1] if g.number]
+    before = [g for g in row if g.order < group.order]
+    after = [g for g in row if g.order > group.order]
+
+    def cost(lines: list[str]) -> int:
+        return count("\n".join(lines) + "\n") if lines else 0
+
+    return cost(folded(before)) + cost(folded(after)) - cost(folded(row))
 
 
 def folded(run: Sequence[LoggedCall]) -> list[str]:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores, clause_coverage, task_clauses
-from ._action_log import bracket, folded, summary_line, with_note
+from ._action_log import folded, split_cost, summary_line, unkept_log, with_note
 from ._changed_files import changed_files
 from ._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
 from ._salient import salient
@@ -138,14 +138,17 @@ def _short_arguments(call: ToolCall, limit: int = MAX_HEADER_ARGS) -> str:
         if isinstance(value, str):
             arguments = value
     elif isinstance(parsed, dict):
-        # What tells one call of a tool from another: its command, file, pattern or address.
+        # What tells one call of a tool from another: its command, file, pattern or address
+        # (an editor's {"command": "view", "path": ...} needs both).
+        shown = []
         for key in _DISTINGUISHING:
             value = parsed.get(key)
             if isinstance(value, list) and all(isinstance(part, str) for part in value):
                 value = " ".join(value)  # Codex's shell: ["bash", "-lc", "sed -n ..."]
             if isinstance(value, str) and value.strip():
-                arguments = value
-                break
+                shown.append(value)
+        if shown:
+            arguments = " ".join(shown)
     arguments = _SPACE.sub(" ", arguments).strip()
     return _cut(arguments, limit)
 
@@ -267,7 +270,7 @@ def build_work_memory(
         for index in candidates
     }
     orders = _ranked(work, candidates, costs, copies, task, focus_text)
-    kept = _pack(work, orders, costs, left)
+    kept = _pack(work, orders, costs, left, count, log=log.reserved_headers)
     if log.summary:
         header = f"{header}\n{log.summary}"
     text = _render(header, work, kept, notes, log=log.reserved_headers)
@@ -413,24 +416,22 @@ def _plan_log(
     calls = [group for group in groups if group.header]
     _distinct_arguments(calls)
     numbered = [group for group in calls if group.number]
-    # A group's first kept line pays its header and one opening more of the log, since the
-    # group splits the folded line it sat in.
-    split = max((count(bracket(group.tool) + "\n") for group in numbered), default=0)
     for limit in (MAX_HEADER_ARGS, 80, 48, MIN_HEADER_ARGS, 0):
         for group in numbered:
-            group.logged = group.arguments if len(group.arguments) <= limit else ""
-            if limit and not group.logged:
-                # The files a call touched name it best; else what its calls do not share.
-                group.logged = group.touched or _cut(group.distinct or group.arguments, limit)
-            shown = f" {group.logged}" if group.logged else ""
-            group.header = f"[call {group.number} {group.tool}]{shown}"
+            # In the folded log a call is named by the files it touched, else by what its
+            # tool's calls do not share; its own header shows its arguments while they fit.
+            # Paths are kept whole (a cut path names nothing) until no argument has room.
+            short = (group.touched if limit else "") or _cut(
+                group.distinct or group.arguments, limit
+            )
+            group.logged = short
+            shown = group.arguments if len(group.arguments) <= limit else short
+            group.header = f"[call {group.number} {group.tool}]" + (f" {shown}" if shown else "")
         for group in groups:
             # Priced with the longest note it can get, so the rendered header never costs more.
             noted = with_note(group.header, " (99999 of 99999 output lines kept)")
-            group.header_cost = split + (count(noted + "\n") if group.header else 0)
-        log = "\n".join(folded(numbered))
-        reserved = count(log + "\n") if log else 0
-        reserved += sum(group.header_cost for group in calls if not group.number)  # orphans
+            group.header_cost = count(noted + "\n") if group.header else 0
+        reserved = _lines_cost(unkept_log(groups), count)
         if reserved <= ACTION_LOG_SHARE * room or (limit <= MIN_HEADER_ARGS and reserved <= room):
             return _LogPlan(reserved, True)
     line = summary_line(calls)
@@ -493,19 +494,31 @@ def _salient_lines(work: _Work) -> list[bool]:
 
 
 def _pack(
-    work: _Work, orders: tuple[list[int], list[int]], costs: dict[int, int], left: int
+    work: _Work,
+    orders: tuple[list[int], list[int]],
+    costs: dict[int, int],
+    left: int,
+    count: Callable[[str], int],
+    *,
+    log: bool,
 ) -> set[int]:
     """The lines that fit in ``left`` tokens: the task's pass first, in at most
     :data:`TASK_LINE_SHARE` of them, then every line in rank order. A group's first kept line
-    pays its header (the folded action log is reserved already)."""
+    pays its header and, with the folded ``log`` reserved already, what taking the group out of
+    its folded line changes."""
     kept: set[int] = set()
     on_task, ranked = orders
+    groups = work.groups
 
     def take(order: list[int], room: int) -> int:
         for index in order:
-            group = work.groups[work.owner[index]]
-            cost = costs[index] + (group.header_cost if not group.kept else 0)
-            if index not in kept and cost <= room:
+            if index in kept:
+                continue
+            group = groups[work.owner[index]]
+            cost = costs[index]
+            if not group.kept:
+                cost += group.header_cost + (split_cost(groups, group, count) if log else 0)
+            if cost <= room:
                 room -= cost
                 kept.add(index)
                 group.kept += 1
@@ -515,6 +528,10 @@ def _pack(
     left -= share - take(on_task, share)
     take(ranked, left)
     return kept
+
+
+def _lines_cost(lines: Sequence[str], count: Callable[[str], int]) -> int:
+    return count("\n".join(lines) + "\n") if lines else 0
 
 
 def _render(header: str, work: _Work, kept: set[int], notes: dict[int, str], *, log: bool) -> str:
