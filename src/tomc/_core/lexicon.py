@@ -117,13 +117,22 @@ def is_content_word(token: str) -> bool:
 CJK_STOP_CHARS = frozenset("的了是在和与及或也都就还而之其这那个们我你他她它吗呢吧啊么什")
 
 
+# A hyphenated compound of two or three short words (clean-up, e-mail, set-up, log-in).
+_COMPOUND = re.compile(r"\b([a-z]{1,8})-([a-z]{1,8})(?:-([a-z]{1,8}))?\b")
+
+
 def query_terms(text: str) -> list[str]:
-    """Distinct stemmed content terms of a query, in order of first appearance."""
+    """Distinct stemmed content terms of a query, in order of first appearance; a hyphenated
+    compound also as one closed word (``clean-up``: clean, cleanup), as people write both."""
     seen: dict[str, None] = {}
-    for token in word_tokens(text):
+    lowered = text.lower()
+    for token in word_tokens(lowered):
         if token in STOPWORDS or token in CJK_STOP_CHARS:
             continue
         seen.setdefault(stem(token), None)
+    if "-" in lowered:
+        for match in _COMPOUND.finditer(lowered):
+            seen.setdefault(stem("".join(part for part in match.groups() if part)), None)
     return list(seen)
 
 

@@ -222,7 +222,12 @@ def task_clauses(task: str) -> list[list[str]]:
     return [terms for terms in clauses if terms]
 
 
-def clause_coverage(texts: Sequence[str], clauses: Sequence[Sequence[str]]) -> dict[int, float]:
+def clause_coverage(
+    texts: Sequence[str],
+    clauses: Sequence[Sequence[str]],
+    *,
+    segments: Sequence[int] | None = None,
+) -> dict[int, float]:
     """For each line that has a term of some clause, the largest share of one clause's words
     it contains, each word weighted by its rarity among the lines (its BM25 idf).
 
@@ -230,6 +235,9 @@ def clause_coverage(texts: Sequence[str], clauses: Sequence[Sequence[str]]) -> d
     words of one of them ("the licence key in the licensing error") is what that request is
     about, however little it has of the others. Summing over the whole task instead favours
     lines that happen to hold scattered common words.
+
+    With ``segments``, lines with the same segment id are read as one line (each gets the
+    words of all): the path in a traceback's last frame is under the word "Traceback".
     """
     terms = list(dict.fromkeys(term for clause in clauses for term in clause))
     hits = term_frequencies(texts, terms)
@@ -242,12 +250,16 @@ def clause_coverage(texts: Sequence[str], clauses: Sequence[Sequence[str]]) -> d
             df[term] = df.get(term, 0) + 1
     idf = {t: math.log(1.0 + (count - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
     weights = [(frozenset(clause), sum(idf[t] for t in set(clause))) for clause in clauses]
-    coverage: dict[int, float] = {}
+    words_of: dict[int, set[str]] = {}
     for index, tf in hits:
-        found = tf.keys()
+        key = segments[index] if segments is not None else index
+        words_of.setdefault(key, set()).update(tf)
+    coverage: dict[int, float] = {}
+    for index, _ in hits:
+        words = words_of[segments[index] if segments is not None else index]
         coverage[index] = max(
-            sum(idf[t] for t in found if t in words) / total
-            for words, total in weights
+            sum(idf[t] for t in words if t in clause) / total
+            for clause, total in weights
             if total > 0
         )
     return coverage

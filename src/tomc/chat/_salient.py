@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["salient"]
+__all__ = ["salient", "traceback_blocks"]
 
 # Lines that stand out in a tool's output: a level or an error, a traceback frame, a URL, a
 # ticket, a hash or a long id, a version pin.
@@ -48,4 +48,27 @@ def salient(lines: Sequence[str]) -> list[bool]:
             and (index == last or shapes[index + 1] != shape)
         )
         out.append(unlike or _SALIENT.search(line) is not None)
+    return out
+
+
+_TRACEBACK_START = re.compile(r"(?:.*\s)?Traceback \(most recent call last\):\s*$")
+
+
+def traceback_blocks(lines: Sequence[str]) -> list[int]:
+    """For each line, the index of the traceback it belongs to (its first line), else -1.
+
+    A Python traceback is one piece of evidence: its title, every frame (the indented lines),
+    and the exception line that ends it. Its last frame names the file where the error was
+    raised, in words that are those of code; the words that say what it is are on the title.
+    """
+    out = [-1] * len(lines)
+    start = -1
+    for index, line in enumerate(lines):
+        if _TRACEBACK_START.match(line):
+            start = index
+            out[index] = start
+        elif start >= 0:
+            out[index] = start
+            if not line[:1].isspace():
+                start = -1  # the exception line ends it
     return out

@@ -41,7 +41,7 @@ NAMED_VALUES_SHARE = 0.5
 #: A key counts as named by the task when its words (with its scope's) hold at least this share
 #: of one of the task's requests (:func:`tomc._core.retrieval.clause_coverage`): one common
 #: word such as "value" or "version" does not name a key.
-STRONG_KEY_MATCH = 0.35
+STRONG_KEY_MATCH = 0.25
 #: ... and at most this share in all when it lists others.
 VALUES_SHARE = 0.2
 #: And at most this many rows: the keys the task names, then the newest others.
