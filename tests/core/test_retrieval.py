@@ -175,7 +175,7 @@ def test_a_task_is_split_into_its_requests() -> None:
         ["report", "valu"],
         ["retr", "budget", "second"],
         ["licenc", "key", "licens", "error"],
-        ["ticket", "track", "clean"],
+        ["ticket", "track", "clean", "cleanup"],  # a compound also closed
         ["thank"],
     ]
 
