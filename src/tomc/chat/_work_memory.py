@@ -263,9 +263,9 @@ def build_work_memory(
     left -= log.reserved
     values = read_work_values(outputs, later_text)
     section = values_section(values, task, budget, left, count, _label)
-    if section:
-        left -= count(section + "\n")
-        header = f"{header}\n{section}"
+    if section.text:
+        left -= count(section.text + "\n")
+        header = f"{header}\n{section.text}"
     candidates = [index for index in range(len(work.texts)) if alive[index]]
     notes = {i: note for i in candidates if (note := values.stale_note(i, _label))}
     costs = {
@@ -273,7 +273,9 @@ def build_work_memory(
         + (count(notes[index] + "\n") if index in notes else 0)
         for index in candidates
     }
-    orders = _ranked(work, candidates, costs, copies, task, focus_text)
+    # A line whose values the section states adds nothing to the task's pass.
+    stated = {i for i in candidates if section.states(values, i)}
+    orders = _ranked(work, candidates, costs, copies, task, focus_text, stated)
     kept = _pack(work, orders, costs, left, count, log=log.reserved_headers)
     if log.summary:
         header = f"{header}\n{log.summary}"
@@ -450,6 +452,7 @@ def _ranked(
     copies: Sequence[int],
     task: str,
     focus_text: str,
+    stated: set[int],
 ) -> tuple[list[int], list[int]]:
     """The lines that match the task strongly, best match first (the task's pass), and every
     candidate line best first (see the weights above); ties: newer first."""
@@ -474,7 +477,7 @@ def _ranked(
         match = on_task.get(position, 0.0) / top_task
         # Strong: much of one request's words, or close to the best match of the whole task.
         coverage = covered.get(position, 0.0)
-        if coverage >= STRONG_TASK_MATCH or match >= STRONG_TASK_MATCH:
+        if index not in stated and (coverage >= STRONG_TASK_MATCH or match >= STRONG_TASK_MATCH):
             task_of[index] = coverage + match + TASK_SALIENT_WEIGHT * bool(salience)
         score_of[index] = (
             BM25_WEIGHT * scores.get(position, 0.0) / top

@@ -31,6 +31,7 @@ __all__ = [
     "VALUES_HEADER",
     "VALUES_SHARE",
     "ReadValues",
+    "ValuesSection",
     "read_work_values",
     "values_section",
 ]
@@ -91,6 +92,24 @@ def read_work_values(
     return ReadValues(newest_values(readings), by_line)
 
 
+@dataclass(frozen=True, slots=True)
+class ValuesSection:
+    """The section's text (``""`` when no value fits or none was read) and the keys it shows."""
+
+    text: str
+    shown: frozenset[tuple[str, str]]
+
+    def states(self, found: ReadValues, line: int) -> bool:
+        """Whether every value on ``line`` is in the section, as current: the line adds
+        nothing to it."""
+        readings = found.by_line.get(line, ())
+        return bool(readings) and all(
+            (v.scope, v.key) in self.shown
+            and found.histories[(v.scope, v.key)].current.value == v.value
+            for v in readings
+        )
+
+
 def values_section(
     found: ReadValues,
     task: str,
@@ -98,16 +117,15 @@ def values_section(
     room: int,
     count: Callable[[str], int],
     call_label: Callable[[int], str],
-) -> str:
-    """The section's text for a memory of ``budget`` tokens with ``room`` left (``""`` when no
-    value fits or none was read)."""
+) -> ValuesSection:
+    """The section for a memory of ``budget`` tokens with ``room`` left."""
     rows = [
         (h, f"{h.current.name} = {h.current.value} {call_label(h.origin)}")
         for h in found.histories.values()
         if h.origin != LATER
     ]
     if not rows or room <= 0:
-        return ""
+        return ValuesSection("", frozenset())
     names = [h.current.name.replace(".", " ") for h, _ in rows]
     scores = clause_coverage(names, task_clauses(task))
     position = {id(h): i for i, (h, _) in enumerate(rows)}  # scores are keyed by it too
@@ -128,8 +146,9 @@ def values_section(
             used += cost
             chosen.append(position[id(history)])
     if not chosen:
-        return ""
+        return ValuesSection("", frozenset())
     head = VALUES_HEADER.format(shown=len(chosen), total=len(rows))
     # The task's keys first, each part in the order the values were read.
     shown = sorted(chosen, key=lambda i: (scores.get(i, 0.0) < STRONG_KEY_MATCH, i))
-    return "\n".join([head, *(rows[i][1] for i in shown)])
+    keys = frozenset((rows[i][0].current.scope, rows[i][0].current.key) for i in chosen)
+    return ValuesSection("\n".join([head, *(rows[i][1] for i in shown)]), keys)
