@@ -9,7 +9,7 @@ long for any header becomes one summary line.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 __all__ = ["LoggedCall", "folded", "split_cost", "summary_line", "unkept_log", "with_note"]
@@ -99,10 +99,25 @@ def folded(run: Sequence[LoggedCall]) -> list[str]:
         part = run[start:end]
         first, last, tool = part[0].number, part[-1].number, part[0].tool
         which = f"calls {first}-{last}" if len(part) > 1 else f"call {first}"
-        shown = "; ".join(group.logged for group in part) if any(g.logged for g in part) else ""
+        shown = "; ".join(_counted(group.logged for group in part))
         lines.append(f"[{which} {tool}, no output lines kept] {shown}".rstrip())
         start = end
     return lines
+
+
+def _counted(names: Iterable[str]) -> list[str]:
+    """Names in order, a name repeated by calls in a row written once with how many
+    (``src/a.py (3 calls)``): an agent views and edits one file again and again."""
+    out: list[str] = []
+    last, times = "", 0
+    for name in [*names, None]:
+        if name == last:
+            times += 1
+            continue
+        if last:
+            out.append(f"{last} ({times} calls)" if times > 1 else last)
+        last, times = name or "", 1
+    return out
 
 
 def with_note(header: str, note: str) -> str:

@@ -85,7 +85,7 @@ STRONG_TASK_MATCH = 0.35
 TASK_SALIENT_WEIGHT = 0.1
 TASK_LINE_SHARE = 0.25
 #: A line that stands out from ordinary output (see :func:`salient`).
-SALIENT_WEIGHT = 0.5
+SALIENT_WEIGHT = 0.05
 #: The action log (one header per call) takes at most this share of the budget; past it, the
 #: arguments each header shows are shortened (down to :data:`MIN_HEADER_ARGS` characters).
 ACTION_LOG_SHARE = 0.3
