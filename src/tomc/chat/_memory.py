@@ -26,6 +26,7 @@ __all__ = [
     "HISTORY_HEADER",
     "MEMORY_MARK",
     "WORK_HEADER",
+    "EarlierWork",
     "RegionMemory",
     "build_region_memory",
     "entry_text",
@@ -69,6 +70,15 @@ HISTORY_WORK_HEADER = (
 
 
 @dataclass(frozen=True, slots=True)
+class EarlierWork:
+    """The work earlier blocks stand for (its first call's number) and what they show."""
+
+    entries: tuple[Entry, ...]
+    text: str
+    first_call_number: int
+
+
+@dataclass(frozen=True, slots=True)
 class RegionMemory:
     """The text of one memory and how it was made (``tomc_raw``, ``rag``, ``work``, ...)."""
 
@@ -98,6 +108,7 @@ def build_region_memory(
     compiler: Callable[..., Any] | None = None,
     first_call_number: int = 1,
     continued: bool = False,
+    earlier: EarlierWork | None = None,
 ) -> RegionMemory:
     """One memory for ``entries`` within ``budget`` tokens of ``meter``; ``continued`` marks a
     block appended after earlier memory blocks of the same work."""
@@ -151,6 +162,11 @@ def build_region_memory(
             count=meter.count,
             header=header,
             first_call_number=first_call_number,
+            earlier=(
+                None
+                if earlier is None
+                else (earlier.entries, earlier.text, earlier.first_call_number)
+            ),
         )
         return RegionMemory(memory.text, "work")
     header = HISTORY_HEADER.format(count=len(content)) + "\n"

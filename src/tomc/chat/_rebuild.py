@@ -20,8 +20,8 @@ from .._core.budget import MIN_BUDGET, default_budget
 from ._blocks import plan_append
 from ._conversation import Entry
 from ._items import read_item
-from ._layout import HISTORY, Layout, Region, plan_layout
-from ._memory import CONTINUED_PREFIX, build_region_memory
+from ._layout import HISTORY, WORK, Layout, Region, plan_layout
+from ._memory import CONTINUED_PREFIX, EarlierWork, build_region_memory
 from ._meter import ITEM_OVERHEAD
 from ._options import SessionOptions
 from ._plan import (
@@ -181,13 +181,15 @@ def _append(
     append = plan_append(plan, layout, frozen.segments, headroom(options, plan))
     if append is None:
         return None
-    block = _compile(options, plan, layout, append.region, task, append.budget, why, True)
+    earlier = _earlier_work(plan, append.kept)
+    block = _compile(options, plan, layout, append.region, task, append.budget, why, True, earlier)
     segments = (*append.kept, block)
     view, view_tokens = build_view(plan, segments)
     for _ in range(_FIT_ATTEMPTS - 1):
         if view_tokens <= plan.fit_limit:
             break
-        block = _shrunk(options, plan, layout, block, view_tokens - plan.fit_limit, task, why)
+        over = view_tokens - plan.fit_limit
+        block = _shrunk(options, plan, layout, block, over, task, why, earlier)
         segments = (*append.kept, block)
         view, view_tokens = build_view(plan, segments)
     if view_tokens > plan.fit_limit or block.tokens >= raw_tokens(plan.entries, append.region):
@@ -310,6 +312,21 @@ def _budgets(
     return share(room, wanted), {}
 
 
+def _earlier_work(plan: RequestPlan, kept: Sequence[Segment]) -> EarlierWork | None:
+    """The work the frozen work blocks stand for, and their text: an appended block may bring
+    back what the task asks about that they left out (their budgets were the smallest)."""
+    blocks = [segment for segment in kept if segment.region.kind == WORK]
+    if not blocks:
+        return None
+    start, end = blocks[0].region.start, blocks[-1].region.end
+    entries = plan.entries
+    return EarlierWork(
+        tuple(entry for entry in entries[start:end] if not entry.kept),
+        "\n".join(segment.text for segment in blocks),
+        1 + sum(len(entry.calls) for entry in entries[:start]),
+    )
+
+
 def _compile(
     options: SessionOptions,
     plan: RequestPlan,
@@ -319,6 +336,7 @@ def _compile(
     budget: int,
     why: str,
     continued: bool = False,
+    earlier: EarlierWork | None = None,
 ) -> Segment:
     entries, dialect, meter = plan.entries, plan.dialect, plan.meter
     assert meter is not None  # planning set it before reading the history
@@ -344,6 +362,7 @@ def _compile(
                 compiler=options.compiler,
                 first_call_number=1 + sum(len(e.calls) for e in entries[: region.start]),
                 continued=continued,
+                earlier=earlier,
             )
         except Exception as exc:  # fail open: the caller's request must still go out
             logger.warning("compilation failed; passing through", exc_info=True)
@@ -380,12 +399,13 @@ def _shrunk(
     over: int,
     task: str,
     why: str,
+    earlier: EarlierWork | None = None,
 ) -> Segment:
     budget = segment.budget - over - max(16, segment.budget // 20)
     if budget <= 0:
         return segment
     continued = segment.text.startswith(CONTINUED_PREFIX)
-    return _compile(options, plan, layout, segment.region, task, budget, why, continued)
+    return _compile(options, plan, layout, segment.region, task, budget, why, continued, earlier)
 
 
 def _memory_role(options: SessionOptions, dialect: Dialect) -> str:

@@ -237,12 +237,15 @@ def build_work_memory(
     count: Callable[[str], int],
     header: str,
     first_call_number: int = 1,
+    earlier: tuple[Sequence[Entry], str, int] | None = None,
 ) -> WorkMemory:
     """Render ``entries`` (a finished stretch of agent work) into at most ``budget`` tokens.
 
     ``focus`` is the agent's latest step (the raw items after the region), ``later_text`` all the
     text that will be sent after the memory (lines there are not repeated), ``count`` the
-    meter's count, ``header`` the memory's first line(s).
+    meter's count, ``header`` the memory's first line(s). ``earlier`` is the work that blocks
+    before this one stand for, their text and its first call's number: values and lines of it
+    that the task asks about and those blocks left out are brought back here.
     """
     changed = changed_files(call for entry in entries for call in entry.calls)
     if changed:
@@ -261,11 +264,34 @@ def build_work_memory(
     left = budget - count(header)
     log = _plan_log(work.groups, _paths(focus_text), count, left)
     left -= log.reserved
+    before: _Work | None = None
+    if earlier is not None:
+        before, before_outputs = _collect(earlier[0], earlier[2])
+        # Values read before: no line of this block holds them.
+        outputs = [(c, lines, [-1] * len(lines)) for c, lines, _ in before_outputs] + outputs
     values = read_work_values(outputs, later_text)
-    section = values_section(values, task, budget, left, count, _label)
+    shown_before = earlier[1] if earlier is not None else ""
+    section = values_section(values, task, budget, left, count, _label, shown_before)
     if section.text:
         left -= count(section.text + "\n")
         header = f"{header}\n{section.text}"
+    if before is not None:
+        # Lines of earlier calls the task asks about, that no block and nothing later shows.
+        seen = {_key(line) for line in shown_before.splitlines()}
+        seen.update(_key(text) for text in work.texts)
+        seen.update(_key(line) for line in later_text.splitlines())
+        # A line whose values a block or this section states adds nothing.
+        stated_text = f"{shown_before}\n{section.text}"
+        readings = read_work_values(before_outputs, "").by_line
+        seen.update(
+            _key(before.texts[i])
+            for i, found in readings.items()
+            if all(f"{v.name} = {v.value} " in stated_text for v in found)
+        )
+        brought, cost = _brought_back(before, seen, task, int(left * TASK_LINE_SHARE / 2), count)
+        if brought:
+            left -= cost
+            header = f"{header}\n{brought}"
     candidates = [index for index in range(len(work.texts)) if alive[index]]
     notes = {i: note for i in candidates if (note := values.stale_note(i, _label))}
     costs = {
@@ -281,6 +307,57 @@ def build_work_memory(
         header = f"{header}\n{log.summary}"
     text = _render(header, work, kept, notes, log=log.reserved_headers)
     return WorkMemory(text, count(text), len(kept), len(candidates), work.calls)
+
+
+#: The title of lines an appended block brings back from earlier calls.
+BROUGHT_BACK = "[lines of earlier calls that the task asks about, left out of the blocks above]"
+
+
+def _brought_back(
+    work: _Work, seen: set[str], task: str, room: int, count: Callable[[str], int]
+) -> tuple[str, int]:
+    """The lines of earlier ``work`` the task asks about (its pass's rule) that are not
+    ``seen``, best first within ``room``, rendered under their calls; and their cost."""
+    candidates = [i for i, text in enumerate(work.texts) if _key(text) not in seen]
+    if not candidates or room <= 0:
+        return "", 0
+    rows = [work.texts[i] for i in candidates]
+    lengths = [count(row + "\n") for row in rows]
+    match = bm25_scores(rows, lengths, query_terms(task))
+    top = max(match.values(), default=0.0) or 1.0
+    block_of = _traceback_lines(work)
+    segments = [block_of.get(i, -1 - i) for i in candidates]
+    covered = clause_coverage(rows, task_clauses(task), segments=segments)
+    strength = {
+        p: covered.get(p, 0.0) + match.get(p, 0.0) / top
+        for p in range(len(candidates))
+        if max(covered.get(p, 0.0), match.get(p, 0.0) / top) >= STRONG_TASK_MATCH
+    }
+    used = count(BROUGHT_BACK + "\n")
+    chosen: dict[int, list[int]] = {}  # group -> work lines
+    for p in sorted(strength, key=lambda p: (-strength[p], -p)):
+        index = candidates[p]
+        group = work.owner[index]
+        cost = lengths[p] + (0 if group in chosen else count(_short_header(work, group) + "\n"))
+        if used + cost <= room:
+            used += cost
+            chosen.setdefault(group, []).append(index)
+    if not chosen:
+        return "", 0
+    out = [BROUGHT_BACK]
+    for group in sorted(chosen):
+        out.append(_short_header(work, group))
+        out.extend(work.texts[i] for i in sorted(chosen[group]))
+    return "\n".join(out), used
+
+
+def _short_header(work: _Work, group: int) -> str:
+    """A call's header naming the files its arguments touch (else its arguments, cut)."""
+    found = work.groups[group]
+    if not found.number:
+        return found.header or "[the agent's notes]"
+    paths = " ".join(dict.fromkeys(m for m in _PATH.findall(found.arguments) if len(m) > 2))
+    return f"[call {found.number} {found.tool}] {paths or _cut(found.arguments, 80)}"
 
 
 def _label(call: int) -> str:

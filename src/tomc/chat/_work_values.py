@@ -117,12 +117,15 @@ def values_section(
     room: int,
     count: Callable[[str], int],
     call_label: Callable[[int], str],
+    shown_before: str = "",
 ) -> ValuesSection:
-    """The section for a memory of ``budget`` tokens with ``room`` left."""
+    """The section for a memory of ``budget`` tokens with ``room`` left; a value that
+    ``shown_before`` (the blocks before this one) already states as current is left out."""
     rows = [
         (h, f"{h.current.name} = {h.current.value} {call_label(h.origin)}")
         for h in found.histories.values()
         if h.origin != LATER
+        and f"{h.current.name} = {h.current.value} {call_label(h.origin)}" not in shown_before
     ]
     if not rows or room <= 0:
         return ValuesSection("", frozenset())
