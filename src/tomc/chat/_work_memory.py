@@ -28,8 +28,6 @@ meter that will judge the request.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -37,8 +35,24 @@ from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores, clause_coverage, task_clauses
 from ._action_log import folded, split_cost, summary_line, unkept_log, with_note
 from ._changed_files import changed_files
-from ._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
-from ._salient import salient, traceback_blocks
+from ._conversation import Entry
+from ._salient import salient
+from ._work_lines import (
+    FRAMING,
+    MAX_HEADER_ARGS,
+    PATH,
+    Group,
+    Work,
+    call_header,
+    collect,
+    cut,
+    distinct_arguments,
+    line_key,
+    newest_copies,
+    origin_of,
+    paths_in,
+    traceback_lines_of,
+)
 from ._work_values import LATER, read_work_values, values_section
 
 __all__ = [
@@ -50,8 +64,6 @@ __all__ = [
     "call_header",
 ]
 
-#: Characters of a call's arguments shown in its header.
-MAX_HEADER_ARGS = 160
 #: Paths named in a memory's line of changed files.
 MAX_CHANGED_FILES = 40
 #: How a candidate line is ranked: its BM25 score against the task and the latest step (scaled
@@ -90,16 +102,6 @@ SALIENT_WEIGHT = 0.05
 #: arguments each header shows are shortened (down to :data:`MIN_HEADER_ARGS` characters).
 ACTION_LOG_SHARE = 0.3
 MIN_HEADER_ARGS = 24
-# Where a shared prefix or suffix of arguments may end or begin.
-_SEPARATORS = (" ", '"', "'", "(", ")", "{", "}", ",", ";", "=")
-#: A shortened header drops what every call of its tool shares when that is this long or more.
-MIN_COMMON_ARGS = 12
-# Paths as agents write them: a/b/c.py, ./x.cfg, src/mod.rs (at least one slash or a dot-ext).
-_PATH = re.compile(r"(?:\.{0,2}/)?[\w\-.]+(?:/[\w\-.]+)+|[\w\-]+\.[A-Za-z]{1,5}\b")
-_SPACE = re.compile(r"\s+")
-# The argument that names what a call did, when a tool takes several (Claude Code's Bash takes
-# a command and a description, Read a file path and a range).
-_DISTINGUISHING = ("command", "cmd", "file_path", "path", "pattern", "query", "url", "code")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,120 +113,6 @@ class WorkMemory:
     kept_lines: int
     candidate_lines: int
     calls: int
-
-
-@dataclass(slots=True)
-class _Group:
-    header: str  # "" for the agent's free text
-    order: int
-    lines: list[int]
-    recency: int = 0
-    focus: bool = False
-    header_cost: int = 0
-    kept: int = 0
-    number: int = 0  # the call's number; 0 for the agent's text or an output without its call
-    tool: str = ""
-    arguments: str = ""
-    distinct: str = ""  # the arguments without what all calls of the tool share
-    logged: str = ""  # the arguments as the action log shows them
-    touched: str = ""  # the paths its arguments name, in order
-
-
-def _short_arguments(call: ToolCall, limit: int = MAX_HEADER_ARGS) -> str:
-    """The call's arguments for a header: a lone string argument as itself, else as sent."""
-    arguments = call.arguments.strip()
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict) and len(parsed) == 1:
-        (value,) = parsed.values()
-        if isinstance(value, str):
-            arguments = value
-    elif isinstance(parsed, dict):
-        # What tells one call of a tool from another: its command, file, pattern or address
-        # (an editor's {"command": "view", "path": ...} needs both).
-        shown = []
-        for key in _DISTINGUISHING:
-            value = parsed.get(key)
-            if isinstance(value, list) and all(isinstance(part, str) for part in value):
-                value = " ".join(value)  # Codex's shell: ["bash", "-lc", "sed -n ..."]
-            if isinstance(value, str) and value.strip():
-                shown.append(value)
-        if shown:
-            arguments = " ".join(shown)
-    arguments = _SPACE.sub(" ", arguments).strip()
-    return _cut(arguments, limit)
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: limit - 1] + "…" if limit > 1 else ""
-
-
-def _common_prefix(texts: Sequence[str]) -> int:
-    """How many characters every text starts with."""
-    shortest, longest = min(texts), max(texts)  # the extremes differ first, if any do
-    for position, char in enumerate(shortest):
-        if char != longest[position]:
-            return position
-    return len(shortest)
-
-
-def _distinct_arguments(groups: Sequence[_Group]) -> None:
-    """Each call's arguments without what every call of its tool says alike (Codex wraps each
-    command in the same code: ``const r = await tools.exec_command({cmd: "…", ...})``), so a
-    shortened header still names what the call did."""
-    by_tool: dict[str, list[_Group]] = {}
-    for group in groups:
-        if group.number:
-            by_tool.setdefault(group.tool, []).append(group)
-    for calls in by_tool.values():
-        texts = [group.arguments for group in calls]
-        if len(texts) < 2:
-            continue
-        # Whole words only: back to a separator, so a path or a name is never cut in two.
-        prefix = _common_prefix(texts)
-        prefix = max((texts[0].rfind(sep, 0, prefix) + 1 for sep in _SEPARATORS), default=0)
-        suffix = _common_prefix([text[prefix:][::-1] for text in texts])
-        ends = [texts[0].find(sep, len(texts[0]) - suffix) for sep in _SEPARATORS]
-        suffix = len(texts[0]) - min((end for end in ends if end >= 0), default=len(texts[0]))
-        for group in calls:
-            middle = group.arguments[prefix : len(group.arguments) - suffix]
-            if middle.strip() and prefix + suffix >= MIN_COMMON_ARGS:
-                group.distinct = ("…" if prefix else "") + middle + ("…" if suffix else "")
-
-
-def call_header(number: int, call: ToolCall) -> str:
-    """``[call 7 bash] sed -n '1,40p' app.py``: which call, which tool, with what."""
-    return f"[call {number} {call.name or 'tool'}] {_short_arguments(call)}"
-
-
-def _paths(text: str) -> set[str]:
-    return {match.strip("./") for match in _PATH.findall(text) if len(match) > 2}
-
-
-#: Lines an agent's tool runner writes around a command's output, which say nothing about the
-#: work (Codex's exec: "Chunk ID: ...", "Wall time: 0.1 seconds", "Original token count: ...",
-#: "Output:", a successful exit; its code mode's "Script completed"). A failing exit code is
-#: kept: it is evidence.
-FRAMING = re.compile(
-    r"^(?:Chunk ID: \S+|Wall time:? [\d.]+ seconds?|Original token count: \d+"
-    r"|Total output lines: \d+|Output:|Process exited with code 0|Script completed)\s*$"
-)
-
-
-# A line number that grep -n, cat -n or nl put in front of a line: the same source line seen
-# through two commands is one line.
-_NUMBERED = re.compile(r"^\s*(?:[\w./\-]+:)?\d+[:\t-]\s?")
-
-
-def _key(line: str) -> str:
-    numbered = _NUMBERED.match(line)
-    if numbered:
-        line = line[numbered.end() :]
-    return " ".join(line.split())  # str.split splits on the white space that \s matches
 
 
 def build_work_memory(
@@ -254,19 +142,19 @@ def build_work_memory(
         more = len(changed) - len(shown)
         tail = f" and {more} more" if more else ""
         header = f"{header}\n[files changed by these calls: {', '.join(shown)}{tail}]"
-    work, outputs = _collect(entries, first_call_number)
-    origins = [_origin(work.groups[group]) for group in work.owner]
-    alive, copies = _newest_copies(work.texts, later_text, origins)
+    work, outputs = collect(entries, first_call_number)
+    origins = [origin_of(work.groups[group]) for group in work.owner]
+    alive, copies = newest_copies(work.texts, later_text, origins)
     focus_text = "\n".join(
         [entry.text for entry in focus]
         + [call.arguments for entry in focus for call in entry.calls]
     )
     left = budget - count(header)
-    log = _plan_log(work.groups, _paths(focus_text), count, left)
+    log = _plan_log(work.groups, paths_in(focus_text), count, left)
     left -= log.reserved
-    before: _Work | None = None
+    before: Work | None = None
     if earlier is not None:
-        before, before_outputs = _collect(earlier[0], earlier[2])
+        before, before_outputs = collect(earlier[0], earlier[2])
         # Values read before: no line of this block holds them.
         outputs = [(c, lines, [-1] * len(lines)) for c, lines, _ in before_outputs] + outputs
     values = read_work_values(outputs, later_text)
@@ -277,14 +165,14 @@ def build_work_memory(
         header = f"{header}\n{section.text}"
     if before is not None:
         # Lines of earlier calls the task asks about, that no block and nothing later shows.
-        seen = {_key(line) for line in shown_before.splitlines()}
-        seen.update(_key(text) for text in work.texts)
-        seen.update(_key(line) for line in later_text.splitlines())
+        seen = {line_key(line) for line in shown_before.splitlines()}
+        seen.update(line_key(text) for text in work.texts)
+        seen.update(line_key(line) for line in later_text.splitlines())
         # A line whose values a block or this section states adds nothing.
         stated_text = f"{shown_before}\n{section.text}"
         readings = read_work_values(before_outputs, "").by_line
         seen.update(
-            _key(before.texts[i])
+            line_key(before.texts[i])
             for i, found in readings.items()
             if all(f"{v.name} = {v.value} " in stated_text for v in found)
         )
@@ -314,18 +202,18 @@ BROUGHT_BACK = "[lines of earlier calls that the task asks about, left out of th
 
 
 def _brought_back(
-    work: _Work, seen: set[str], task: str, room: int, count: Callable[[str], int]
+    work: Work, seen: set[str], task: str, room: int, count: Callable[[str], int]
 ) -> tuple[str, int]:
     """The lines of earlier ``work`` the task asks about (its pass's rule) that are not
     ``seen``, best first within ``room``, rendered under their calls; and their cost."""
-    candidates = [i for i, text in enumerate(work.texts) if _key(text) not in seen]
+    candidates = [i for i, text in enumerate(work.texts) if line_key(text) not in seen]
     if not candidates or room <= 0:
         return "", 0
     rows = [work.texts[i] for i in candidates]
     lengths = [count(row + "\n") for row in rows]
     match = bm25_scores(rows, lengths, query_terms(task))
     top = max(match.values(), default=0.0) or 1.0
-    block_of = _traceback_lines(work)
+    block_of = traceback_lines_of(work)
     segments = [block_of.get(i, -1 - i) for i in candidates]
     covered = clause_coverage(rows, task_clauses(task), segments=segments)
     strength = {
@@ -351,117 +239,19 @@ def _brought_back(
     return "\n".join(out), used
 
 
-def _short_header(work: _Work, group: int) -> str:
+def _short_header(work: Work, group: int) -> str:
     """A call's header naming the files its arguments touch (else its arguments, cut)."""
     found = work.groups[group]
     if not found.number:
         return found.header or "[the agent's notes]"
-    paths = " ".join(dict.fromkeys(m for m in _PATH.findall(found.arguments) if len(m) > 2))
-    return f"[call {found.number} {found.tool}] {paths or _cut(found.arguments, 80)}"
+    paths = " ".join(dict.fromkeys(m for m in PATH.findall(found.arguments) if len(m) > 2))
+    return f"[call {found.number} {found.tool}] {paths or cut(found.arguments, 80)}"
 
 
 def _label(call: int) -> str:
     if call == LATER:
         return "(later in this conversation)"
     return f"(call {call})" if call > 0 else "(a tool output)"
-
-
-@dataclass(slots=True)
-class _Work:
-    """The lines of a stretch of work, each owned by a group (a call, or the agent's text)."""
-
-    groups: list[_Group]
-    texts: list[str]
-    owner: list[int]
-    calls: int
-
-
-def _collect(
-    entries: Sequence[Entry], first_call_number: int
-) -> tuple[_Work, list[tuple[int, list[str], list[int]]]]:
-    """Every nonempty line under its group: a call's output under that call's header. Also
-    each output's lines as printed, with the work line each became (-1: blank or framing),
-    for reading values in their context."""
-    work = _Work([], [], [], 0)
-    groups = work.groups
-    by_call: dict[str, int] = {}
-    outputs: list[tuple[int, list[str], list[int]]] = []
-
-    def add(group: int, line: str) -> int:
-        groups[group].lines.append(len(work.texts))
-        work.texts.append(line)
-        work.owner.append(group)
-        return len(work.texts) - 1
-
-    for entry in entries:
-        if entry.kind in (USER, ASSISTANT) and entry.text.strip():
-            prefix = "user: " if entry.kind == USER else "assistant: "
-            group = len(groups)
-            groups.append(_Group("", len(groups), []))
-            for line in entry.text.splitlines():
-                if line.strip():
-                    add(group, line if groups[group].lines else prefix + line)
-        for call in entry.calls:
-            by_call[call.id] = len(groups)
-            number = first_call_number + work.calls
-            groups.append(
-                _Group(
-                    call_header(number, call),
-                    len(groups),
-                    [],
-                    number=number,
-                    tool=call.name or "tool",
-                    arguments=_short_arguments(call),
-                )
-            )
-            work.calls += 1
-        if entry.kind == TOOL:
-            for output in entry.outputs:
-                group = by_call.get(output.call_id)
-                if group is None:
-                    group = len(groups)
-                    groups.append(_Group(f"[result {output.call_id}]", len(groups), []))
-                lines = output.text.splitlines()
-                indices = [
-                    add(group, line) if line.strip() and not FRAMING.match(line) else -1
-                    for line in lines
-                ]
-                outputs.append((groups[group].number, lines, indices))
-    return work, outputs
-
-
-def _newest_copies(
-    texts: Sequence[str], later_text: str, origins: Sequence[str]
-) -> tuple[list[bool], list[int]]:
-    """Newest copy wins: a line shown again later (here or after the memory) is superseded.
-
-    Also returns, for each line, from how many different origins (see :func:`_origin`) its
-    text came: the same command run again (a test suite) does not make its lines repeats.
-    """
-    later_keys = {_key(line) for line in later_text.splitlines() if line.strip()}
-    keys = [_key(text) for text in texts]
-    seen_in: dict[str, set[str]] = {}
-    for key, origin in zip(keys, origins, strict=True):
-        seen_in.setdefault(key, set()).add(origin)
-    times = {key: len(found) for key, found in seen_in.items()}
-    seen: set[str] = set()
-    alive = [False] * len(texts)
-    for index in range(len(texts) - 1, -1, -1):
-        key = keys[index]
-        if key in seen or key in later_keys:
-            continue
-        seen.add(key)
-        alive[index] = True
-    return alive, [times[key] for key in keys]
-
-
-def _origin(group: _Group) -> str:
-    """What produced a line: its call's arguments as the header shows them (the part after
-    ``[call N tool]``, which numbers each call), or the agent's text at its place."""
-    if not group.header:
-        return f"text {group.order}"
-    # The header's number differs between runs of one command: compare what follows it.
-    return group.header.split("] ", 1)[-1] if "] " in group.header else group.header
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,7 +265,7 @@ class _LogPlan:
 
 
 def _plan_log(
-    groups: Sequence[_Group], focus_paths: set[str], count: Callable[[str], int], room: int
+    groups: Sequence[Group], focus_paths: set[str], count: Callable[[str], int], room: int
 ) -> _LogPlan:
     """Each group's recency, focus and header cost, and what the action log reserves.
 
@@ -485,26 +275,26 @@ def _plan_log(
     # A file keeps being worked on after its last read: a call's recency is that of the newest
     # call touching any of the same files.
     touched: dict[str, int] = {}
-    group_paths = [_paths(group.header) for group in groups]
+    group_paths = [paths_in(group.header) for group in groups]
     for group, paths in zip(groups, group_paths, strict=True):
         for path in paths:
             touched[path] = group.order
     for group in groups:
         if group.number:
-            named = dict.fromkeys(m for m in _PATH.findall(group.arguments) if len(m) > 2)
+            named = dict.fromkeys(m for m in PATH.findall(group.arguments) if len(m) > 2)
             group.touched = " ".join(named)
     for group, paths in zip(groups, group_paths, strict=True):
         group.focus = bool(focus_paths & paths)
         group.recency = max([group.order, *(touched[path] for path in paths)])
     calls = [group for group in groups if group.header]
-    _distinct_arguments(calls)
+    distinct_arguments(calls)
     numbered = [group for group in calls if group.number]
     for limit in (MAX_HEADER_ARGS, 80, 48, MIN_HEADER_ARGS, 0):
         for group in numbered:
             # In the folded log a call is named by the files it touched, else by what its
             # tool's calls do not share; its own header shows its arguments while they fit.
             # Paths are kept whole (a cut path names nothing) until no argument has room.
-            short = (group.touched if limit else "") or _cut(
+            short = (group.touched if limit else "") or cut(
                 group.distinct or group.arguments, limit
             )
             group.logged = short
@@ -523,7 +313,7 @@ def _plan_log(
 
 
 def _ranked(
-    work: _Work,
+    work: Work,
     candidates: list[int],
     costs: dict[int, int],
     copies: Sequence[int],
@@ -541,7 +331,7 @@ def _ranked(
     on_task = bm25_scores(rows, lengths, query_terms(task))
     top_task = max(on_task.values(), default=0.0) or 1.0
     # A traceback is read as one line for the task (its title says what its frames are).
-    block_of = _traceback_lines(work)
+    block_of = traceback_lines_of(work)
     segments = [block_of.get(i, -1 - i) for i in candidates]
     covered = clause_coverage(rows, task_clauses(task), segments=segments)
     standing_out = _salient_lines(work)
@@ -568,20 +358,7 @@ def _ranked(
     return on_task_first, sorted(candidates, key=lambda i: (-score_of[i], -i))
 
 
-def _traceback_lines(work: _Work) -> dict[int, int]:
-    """Work line -> the first work line of the traceback it is part of."""
-    out: dict[int, int] = {}
-    for group in work.groups:
-        if not group.header:
-            continue
-        blocks = traceback_blocks([work.texts[i] for i in group.lines])
-        for index, block in zip(group.lines, blocks, strict=True):
-            if block >= 0:
-                out[index] = group.lines[block]
-    return out
-
-
-def _salient_lines(work: _Work) -> list[bool]:
+def _salient_lines(work: Work) -> list[bool]:
     """:func:`salient` over each group's lines (a line's neighbours are in its own output)."""
     out = [False] * len(work.texts)
     for group in work.groups:
@@ -594,7 +371,7 @@ def _salient_lines(work: _Work) -> list[bool]:
 
 
 def _pack(
-    work: _Work,
+    work: Work,
     orders: tuple[list[int], list[int]],
     costs: dict[int, int],
     left: int,
@@ -634,9 +411,9 @@ def _lines_cost(lines: Sequence[str], count: Callable[[str], int]) -> int:
     return count("\n".join(lines) + "\n") if lines else 0
 
 
-def _render(header: str, work: _Work, kept: set[int], notes: dict[int, str], *, log: bool) -> str:
+def _render(header: str, work: Work, kept: set[int], notes: dict[int, str], *, log: bool) -> str:
     out = [header]
-    run: list[_Group] = []  # calls in a row that kept no line
+    run: list[Group] = []  # calls in a row that kept no line
     for group in work.groups:
         if group.kept == 0:
             if not log:
