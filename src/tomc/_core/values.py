@@ -11,6 +11,7 @@ An agent reads values in many formats, and most of them are not ``name = value``
     | ingest | eu-west-1 |  (under a header row)                   markdown tables, CSV
     requests==2.31.4                                                version pins
     MAX_BATCH = 72613, MAX_BATCH: int = 72613                       constants with literal values
+                                                                    (form "constant" in code)
 
 :func:`read_values` reads one text (one tool output, one file) line by line, with the little
 state those formats need (the YAML parents, the current section, a table's header), and returns
@@ -133,8 +134,8 @@ def _literal(raw: str, *, bare: bool, code: bool = False) -> str | None:
         return raw
     if not bare or raw.startswith(("#", "//", "$")):
         return None
-    if _EXPRESSION.search(raw) or raw.count(" ") > 2:
-        return None
+    if _EXPRESSION.search(raw) or raw.count(" ") > 2 or "'" in raw or '"' in raw:
+        return None  # code, prose, or a string cut short (f"Reference {x}")
     if raw in _CODE_WORDS and (code or raw[0].isupper()):
         return None
     if code and (" " in raw or _WORD.fullmatch(raw) or _ATTRIBUTE.fullmatch(raw)):
@@ -358,6 +359,8 @@ class _Reader:
     def _form(self, line: str) -> str:
         if self.section:
             return "section"
+        if self.code:
+            return "constant"  # a module's constant: another module's of that name is another
         return "env" if "=" in line and " = " not in line and ": " not in line else "assign"
 
     def _mapping(self, index: int, line: str, following: str) -> bool:

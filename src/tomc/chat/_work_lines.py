@@ -22,6 +22,7 @@ __all__ = [
     "MAX_HEADER_ARGS",
     "PATH",
     "Group",
+    "Output",
     "Work",
     "call_header",
     "collect",
@@ -173,16 +174,25 @@ class Work:
     calls: int
 
 
-def collect(
-    entries: Sequence[Entry], first_call_number: int
-) -> tuple[Work, list[tuple[int, list[str], list[int]]]]:
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One tool output as printed: its call's number, its lines, the work line each became
+    (-1: blank or framing), and the first path its call names (where it was read from)."""
+
+    call: int
+    lines: list[str]
+    indices: list[int]
+    where: str
+
+
+def collect(entries: Sequence[Entry], first_call_number: int) -> tuple[Work, list[Output]]:
     """Every nonempty line under its group: a call's output under that call's header. Also
     each output's lines as printed, with the work line each became (-1: blank or framing),
     for reading values in their context."""
     work = Work([], [], [], 0)
     groups = work.groups
     by_call: dict[str, int] = {}
-    outputs: list[tuple[int, list[str], list[int]]] = []
+    outputs: list[Output] = []
 
     def add(group: int, line: str) -> int:
         groups[group].lines.append(len(work.texts))
@@ -223,7 +233,8 @@ def collect(
                     add(group, line) if line.strip() and not FRAMING.match(line) else -1
                     for line in lines
                 ]
-                outputs.append((groups[group].number, lines, indices))
+                where = next(iter(PATH.findall(groups[group].arguments)), "")
+                outputs.append(Output(groups[group].number, lines, indices, where))
     return work, outputs
 
 

@@ -29,7 +29,7 @@ meter that will judge the request.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores, clause_coverage, task_clauses
@@ -95,7 +95,9 @@ TASK_WEIGHT = 0.0
 STRONG_TASK_MATCH = 0.35
 #: In the task's pass a salient line only breaks near ties.
 TASK_SALIENT_WEIGHT = 0.1
-TASK_LINE_SHARE = 0.25
+TASK_LINE_SHARE = 0.15
+#: An appended block brings back lines of earlier calls into at most this share of its room.
+BROUGHT_BACK_SHARE = 0.125
 #: A line that stands out from ordinary output (see :func:`salient`).
 SALIENT_WEIGHT = 0.05
 #: The action log (one header per call) takes at most this share of the budget; past it, the
@@ -156,7 +158,7 @@ def build_work_memory(
     if earlier is not None:
         before, before_outputs = collect(earlier[0], earlier[2])
         # Values read before: no line of this block holds them.
-        outputs = [(c, lines, [-1] * len(lines)) for c, lines, _ in before_outputs] + outputs
+        outputs = [replace(o, indices=[-1] * len(o.lines)) for o in before_outputs] + outputs
     values = read_work_values(outputs, later_text)
     shown_before = earlier[1] if earlier is not None else ""
     section = values_section(values, task, budget, left, count, _label, shown_before)
@@ -176,7 +178,7 @@ def build_work_memory(
             for i, found in readings.items()
             if all(f"{v.name} = {v.value} " in stated_text for v in found)
         )
-        brought, cost = _brought_back(before, seen, task, int(left * TASK_LINE_SHARE / 2), count)
+        brought, cost = _brought_back(before, seen, task, int(left * BROUGHT_BACK_SHARE), count)
         if brought:
             left -= cost
             header = f"{header}\n{brought}"

@@ -18,10 +18,11 @@ value reads as current. So the work memory reads every value the calls printed
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._core.retrieval import clause_coverage, task_clauses
 from .._core.values import Value, ValueHistory, newest_values, read_values
+from ._work_lines import Output
 
 __all__ = [
     "LATER",
@@ -44,7 +45,7 @@ NAMED_VALUES_SHARE = 0.5
 #: word such as "value" or "version" does not name a key.
 STRONG_KEY_MATCH = 0.25
 #: ... and at most this share in all when it lists others.
-VALUES_SHARE = 0.2
+VALUES_SHARE = 0.1
 #: And at most this many rows: the keys the task names, then the newest others.
 MAX_VALUE_ROWS = 48
 VALUES_HEADER = "[values these calls read, newest per key ({shown} of {total}; the task's first)]"
@@ -74,17 +75,17 @@ class ReadValues:
         return f"[replaced later: {'; '.join(notes)}]"
 
 
-def read_work_values(
-    outputs: Sequence[tuple[int, Sequence[str], Sequence[int]]], later_text: str
-) -> ReadValues:
-    """Read ``(call number, lines, work line index per line or -1)`` for every output in
-    order, then the text sent after the memory (newest of all)."""
+def read_work_values(outputs: Sequence[Output], later_text: str) -> ReadValues:
+    """Read every output in order, then the text sent after the memory (newest of all)."""
     readings: list[tuple[Value, int]] = []
     by_line: dict[int, list[Value]] = {}
-    for call, lines, indices in outputs:
-        for value in read_values(lines):
-            readings.append((value, call))
-            index = indices[value.line]
+    for output in outputs:
+        for value in read_values(output.lines):
+            if value.form == "constant":
+                # Constants of code are per module: the file the call read names it.
+                value = replace(value, scope=output.where or f"call {output.call}")
+            readings.append((value, output.call))
+            index = output.indices[value.line]
             if index >= 0:
                 by_line.setdefault(index, []).append(value)
     if later_text:
