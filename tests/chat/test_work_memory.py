@@ -359,3 +359,55 @@ def test_salient_lines_rank_above_ordinary_lines_of_their_call():
     memory = build(group(0, "cat worker.log", output), budget=120, task="")
     assert error in memory.text and sentence in memory.text
     assert memory.kept_lines < 20  # the ordinary lines after them were the newer ones
+
+
+def test_an_appended_block_brings_back_what_the_task_asks_that_earlier_blocks_left_out():
+    from tomc.chat._work_memory import BROUGHT_BACK
+
+    note = "Failover drills run against the standby region, currently ap-south-3z, monthly."
+    earlier = group(0, "cat docs/runbook.md", _code(0, 30) + "\n" + note + "\n" + _code(1, 30))
+    earlier += group(1, "cat config/app.yaml", "storage:\n  primary_bucket: acme-raw-7")
+    earlier += group(2, "cat config/db.ini", "[replica]\nhost = pg-replica-9")
+    shown_before = "[TOMC memory ...]\nreplica.host = pg-replica-9 (call 3)\n"
+    entries = []
+    for number in range(3, 8):
+        entries += group(number, f"cat src/module_{number:02d}.py", _code(number, 40))
+    task = "Report the standby region of the failover drills, the primary bucket, the replica host"
+    memory = build_work_memory(
+        entries,
+        task=task,
+        focus=(),
+        later_text="",
+        budget=2_000,
+        count=METER.count,
+        header=HEADER,
+        first_call_number=4,
+        earlier=(tuple(earlier), shown_before, 1),
+    ).text
+    brought = memory.split(BROUGHT_BACK + "\n", 1)[1]
+    assert brought.startswith("[call 1 bash] docs/runbook.md\n" + note + "\n")
+    assert "storage.primary_bucket = acme-raw-7 (call 2)" in memory  # a value not shown before
+    assert "replica.host" not in memory  # stated by the block before: not again
+    assert METER.count(memory) <= 2_000
+    # nothing comes back when the blocks before show it already
+    again = build_work_memory(
+        entries,
+        task=task,
+        focus=(),
+        later_text="",
+        budget=2_000,
+        count=METER.count,
+        header=HEADER,
+        first_call_number=4,
+        earlier=(tuple(earlier), shown_before + note, 1),
+    ).text
+    assert note not in again
+
+
+def test_a_constant_of_code_is_the_file_s_own():
+    first = group(0, "cat src/a.py", "import os\n\ndef f():\n    return 1\n\nTIMEOUT = 30\n")
+    second = group(1, "cat src/b.py", "import os\n\ndef g():\n    return 2\n\nTIMEOUT = 45\n")
+    memory = build(first + second, task="the timeout of each module").text
+    assert "src/a.py TIMEOUT = 30 (call 1)" in memory
+    assert "src/b.py TIMEOUT = 45 (call 2)" in memory
+    assert "[replaced later" not in memory
