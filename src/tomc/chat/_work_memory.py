@@ -104,6 +104,9 @@ SALIENT_WEIGHT = 0.05
 #: arguments each header shows are shortened (down to :data:`MIN_HEADER_ARGS` characters).
 ACTION_LOG_SHARE = 0.3
 MIN_HEADER_ARGS = 24
+#: A call with no path in its arguments is named in a folded row by at most this many
+#: characters of them (its own header, when it keeps lines, shows more).
+MAX_LOGGED_ARGS = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,7 +300,7 @@ def _plan_log(
             # tool's calls do not share; its own header shows its arguments while they fit.
             # Paths are kept whole (a cut path names nothing) until no argument has room.
             short = (group.touched if limit else "") or cut(
-                group.distinct or group.arguments, limit
+                group.distinct or group.arguments, min(limit, MAX_LOGGED_ARGS)
             )
             group.logged = short
             shown = group.arguments if len(group.arguments) <= limit else short
