@@ -115,7 +115,7 @@ DEFAULT_CELLS: tuple[tuple[str, int, int, int | None], ...] = (
     ("codex", 30, 12_000, None),  # ends below the 180K default target
     ("codex", 56, 12_000, None),  # just past it
     ("codex", 56, 12_000, 28),  # with a pause
-    ("codex", 104, 12_000, None),  # direct compacts itself once
+    ("codex", 104, 12_000, None),  # the synthetic probe's direct run compacts itself once
 )
 Cell = tuple[str, int, int, "int | None"]
 #: The pause in the matrix: the cache lives ``TTL_S`` seconds, the pause lasts ``PAUSE_S``.
