@@ -93,6 +93,8 @@ TASK_WEIGHT = 0.0
 #: On the realistic probe's sessions the planted lines rank 1-55 of 6,000-7,000 lines this way
 #: (a traceback's last frame, whose words are those of code, much lower).
 STRONG_TASK_MATCH = 0.35
+#: A line whose values the values section states as current ranks this much lower.
+STATED_PENALTY = 0.0
 #: In the task's pass a salient line only breaks near ties.
 TASK_SALIENT_WEIGHT = 0.1
 TASK_LINE_SHARE = 0.15
@@ -358,6 +360,7 @@ def _ranked(
             + (FOCUS_WEIGHT if group.focus else 0.0)
             + REPEAT_WEIGHT * (1.0 - 1.0 / copies[index])
             + salience
+            - (STATED_PENALTY if index in stated else 0.0)
         )
     on_task_first = sorted(task_of, key=lambda i: (-task_of[i], -i))
     return on_task_first, sorted(candidates, key=lambda i: (-score_of[i], -i))
