@@ -82,9 +82,6 @@ BM25_WEIGHT = 1.0
 RECENCY_WEIGHT = 3.0
 FOCUS_WEIGHT = 1.0
 REPEAT_WEIGHT = 1.0
-#: A line's BM25 score against the task alone, scaled to the best line's, weighs this much
-#: more in the main ranking.
-TASK_WEIGHT = 0.0
 #: Lines that hold at least this share of the words of one of the task's requests (weighted by
 #: rarity, :func:`tomc._core.retrieval.clause_coverage`), or score this share of the best BM25
 #: match of the whole task, go first, ranked by the two together, into at most
@@ -93,8 +90,6 @@ TASK_WEIGHT = 0.0
 #: On the realistic probe's sessions the planted lines rank 1-55 of 6,000-7,000 lines this way
 #: (a traceback's last frame, whose words are those of code, much lower).
 STRONG_TASK_MATCH = 0.35
-#: A line whose values the values section states as current ranks this much lower.
-STATED_PENALTY = 0.0
 #: In the task's pass a salient line only breaks near ties.
 TASK_SALIENT_WEIGHT = 0.1
 TASK_LINE_SHARE = 0.15
@@ -355,12 +350,10 @@ def _ranked(
             task_of[index] = coverage + match + TASK_SALIENT_WEIGHT * bool(salience)
         score_of[index] = (
             BM25_WEIGHT * scores.get(position, 0.0) / top
-            + TASK_WEIGHT * match
             + RECENCY_WEIGHT * group.order / span
             + (FOCUS_WEIGHT if group.focus else 0.0)
             + REPEAT_WEIGHT * (1.0 - 1.0 / copies[index])
             + salience
-            - (STATED_PENALTY if index in stated else 0.0)
         )
     on_task_first = sorted(task_of, key=lambda i: (-task_of[i], -i))
     return on_task_first, sorted(candidates, key=lambda i: (-score_of[i], -i))
