@@ -93,6 +93,10 @@ STRONG_TASK_MATCH = 0.35
 #: In the task's pass a salient line only breaks near ties.
 TASK_SALIENT_WEIGHT = 0.1
 TASK_LINE_SHARE = 0.15
+#: The values section, the task's pass and the lines brought back get their full shares from
+#: this much room on; below it, in proportion: on the replay's 16K window (about 1,760 tokens of
+#: room) full shares cost patch evidence the lines the agent works on would have kept.
+FULL_EXTRAS_ROOM = 4096
 #: An appended block brings back lines of earlier calls into at most this share of its room.
 BROUGHT_BACK_SHARE = 0.125
 #: A line that stands out from ordinary output (see :func:`salient`).
@@ -161,7 +165,9 @@ def build_work_memory(
         outputs = [replace(o, indices=[-1] * len(o.lines)) for o in before_outputs] + outputs
     values = read_work_values(outputs, later_text)
     shown_before = earlier[1] if earlier is not None else ""
-    section = values_section(values, task, budget, left, count, _label, shown_before)
+    # A small memory spends its room on the work the agent is on; the extras grow with it.
+    scale = min(1.0, max(0, left) / FULL_EXTRAS_ROOM)
+    section = values_section(values, task, int(budget * scale), left, count, _label, shown_before)
     if section.text:
         left -= count(section.text + "\n")
         header = f"{header}\n{section.text}"
@@ -178,7 +184,8 @@ def build_work_memory(
             for i, found in readings.items()
             if all(f"{v.name} = {v.value} " in stated_text for v in found)
         )
-        brought, cost = _brought_back(before, seen, task, int(left * BROUGHT_BACK_SHARE), count)
+        room = int(left * BROUGHT_BACK_SHARE * scale)
+        brought, cost = _brought_back(before, seen, task, room, count)
         if brought:
             left -= cost
             header = f"{header}\n{brought}"
@@ -192,7 +199,7 @@ def build_work_memory(
     # A line whose values the section states adds nothing to the task's pass.
     stated = {i for i in candidates if section.states(values, i)}
     orders = _ranked(work, candidates, costs, copies, task, focus_text, stated)
-    kept = _pack(work, orders, costs, left, count, log=log.reserved_headers)
+    kept = _pack(work, orders, costs, left, count, log=log.reserved_headers, task_share=scale)
     if log.summary:
         header = f"{header}\n{log.summary}"
     text = _render(header, work, kept, notes, log=log.reserved_headers)
@@ -379,6 +386,7 @@ def _pack(
     count: Callable[[str], int],
     *,
     log: bool,
+    task_share: float = 1.0,
 ) -> set[int]:
     """The lines that fit in ``left`` tokens: the task's pass first, in at most
     :data:`TASK_LINE_SHARE` of them, then every line in rank order. A group's first kept line
@@ -402,7 +410,7 @@ def _pack(
                 group.kept += 1
         return room
 
-    share = int(left * TASK_LINE_SHARE)
+    share = int(left * TASK_LINE_SHARE * task_share)
     left -= share - take(on_task, share)
     take(ranked, left)
     return kept
