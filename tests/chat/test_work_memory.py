@@ -374,34 +374,28 @@ def test_an_appended_block_brings_back_what_the_task_asks_that_earlier_blocks_le
     for number in range(3, 8):
         entries += group(number, f"cat src/module_{number:02d}.py", _code(number, 40))
     task = "Report the standby region of the failover drills, the primary bucket, the replica host"
-    memory = build_work_memory(
-        entries,
-        task=task,
-        focus=(),
-        later_text="",
-        budget=2_000,
-        count=METER.count,
-        header=HEADER,
-        first_call_number=4,
-        earlier=(tuple(earlier), shown_before, 1),
-    ).text
+
+    def after(blocks_before: str) -> str:
+        return build_work_memory(
+            entries,
+            task=task,
+            focus=(),
+            later_text="",
+            budget=2_000,
+            count=METER.count,
+            header=HEADER,
+            first_call_number=4,
+            earlier=(tuple(earlier), blocks_before, 1),
+        ).text
+
+    memory = after(shown_before)
     brought = memory.split(BROUGHT_BACK + "\n", 1)[1]
     assert brought.startswith("[call 1 bash] docs/runbook.md\n" + note + "\n")
     assert "storage.primary_bucket = acme-raw-7 (call 2)" in memory  # a value not shown before
     assert "replica.host" not in memory  # stated by the block before: not again
     assert METER.count(memory) <= 2_000
     # nothing comes back when the blocks before show it already
-    again = build_work_memory(
-        entries,
-        task=task,
-        focus=(),
-        later_text="",
-        budget=2_000,
-        count=METER.count,
-        header=HEADER,
-        first_call_number=4,
-        earlier=(tuple(earlier), shown_before + note, 1),
-    ).text
+    again = after(shown_before + note)
     assert note not in again
 
 
