@@ -42,6 +42,7 @@ from ._work_lines import (
     MAX_HEADER_ARGS,
     PATH,
     Group,
+    Output,
     Work,
     call_header,
     collect,
@@ -172,20 +173,15 @@ def build_work_memory(
         left -= count(section.text + "\n")
         header = f"{header}\n{section.text}"
     if before is not None:
-        # Lines of earlier calls the task asks about, that no block and nothing later shows.
-        seen = {line_key(line) for line in shown_before.splitlines()}
-        seen.update(line_key(text) for text in work.texts)
-        seen.update(line_key(line) for line in later_text.splitlines())
-        # A line whose values a block or this section states adds nothing.
-        stated_text = f"{shown_before}\n{section.text}"
-        readings = read_work_values(before_outputs, "").by_line
-        seen.update(
-            line_key(before.texts[i])
-            for i, found in readings.items()
-            if all(f"{v.name} = {v.value} " in stated_text for v in found)
-        )
         room = int(left * BROUGHT_BACK_SHARE * scale)
-        brought, cost = _brought_back(before, seen, task, room, count)
+        stated_text = f"{shown_before}\n{section.text}"
+        brought, cost = _brought_back(
+            before,
+            _seen_before(before, before_outputs, work, later_text, stated_text),
+            task,
+            room,
+            count,
+        )
         if brought:
             left -= cost
             header = f"{header}\n{brought}"
@@ -204,6 +200,24 @@ def build_work_memory(
         header = f"{header}\n{log.summary}"
     text = _render(header, work, kept, notes, log=log.reserved_headers)
     return WorkMemory(text, count(text), len(kept), len(candidates), work.calls)
+
+
+def _seen_before(
+    before: Work, outputs: Sequence[Output], work: Work, later_text: str, stated_text: str
+) -> set[str]:
+    """Lines of earlier calls that need not come back: shown by a block before (their text is
+    in ``stated_text``), by this block or later, or whose values a block or this section
+    states."""
+    seen = {line_key(line) for line in stated_text.splitlines()}
+    seen.update(line_key(text) for text in work.texts)
+    seen.update(line_key(line) for line in later_text.splitlines())
+    readings = read_work_values(outputs, "").by_line
+    seen.update(
+        line_key(before.texts[i])
+        for i, found in readings.items()
+        if all(f"{v.name} = {v.value} " in stated_text for v in found)
+    )
+    return seen
 
 
 #: The title of lines an appended block brings back from earlier calls.
