@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from reference import reference_mentions, reference_state
 from tomc import LexicalCounter, compile_memory
 from tomc._core.evidence import PROMOTED_MENTIONS, evidence_order, key_mentions, plan_evidence
+from tomc._core.mentions import TaskMentions
 from tomc._core.operations import Copy, Set, parse_operation
 from tomc._core.tokens import get_counter, row_costs
 
@@ -85,16 +86,23 @@ def test_the_newest_writing_line_is_kept_whenever_a_line_of_its_key_is(lines, ke
     strategy=st.sampled_from(["tomc_raw", "rag"]),
 )
 def test_no_identical_line_is_packed_twice(lines, budget, strategy) -> None:
-    result = compile_memory(
-        "\n".join(lines), "what happened to the jobs?", budget_tokens=budget, strategy=strategy
-    )
+    task = "what happened to the jobs?"
+    result = compile_memory("\n".join(lines), task, budget_tokens=budget, strategy=strategy)
     if result.applied_strategy == "unchanged":
         return  # a history that fits comes back as it is
     kept = [
         lines[int(row.key[1:])] for row in result.ledger if row.kind == "source" and row.included
     ]
     assert len(kept) == len(set(kept))
-    replaced = _reference_replaced(lines)
+    # notes for the keys the task names or whose row the memory shows
+    keys = {text.split(" = ", 1)[0] for text in _reference_replaced(lines).values()}
+    named = set(TaskMentions(task).variables(keys))
+    shown = {r.key for r in result.ledger if r.kind == "state" and r.included} | named
+    replaced = {
+        unit: text
+        for unit, text in _reference_replaced(lines).items()
+        if text.split(" = ", 1)[0] in shown
+    }
     for row in result.ledger:
         if row.kind != "source" or not row.included:
             continue

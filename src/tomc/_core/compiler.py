@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from .budget import clamp_budget, default_budget
 from .errors import BudgetError, InvalidHistoryError, InvalidOptionError
 from .evidence import EvidencePlan, evidence_order, plan_evidence
+from .mentions import TaskMentions
 from .operations import Program, parse_program
 from .packing import (
     Packed,
@@ -253,7 +254,12 @@ def _pack(
     sources = _Sources.plain(given)
     if applied in ("tomc_raw", "rag"):
         ranking = rank_sources(given.table.texts, given.row_tokens, task, given.rows)
-        sources = _sources_beside(included, given, counter, program)
+        # Replaced lines get their note for the keys the task names or the memory shows a row
+        # of: a note per replaced write of every key cost a third more compile time at 1M
+        # tokens of a write-heavy log.
+        noted = {r.key for r in records if r.kind == "state" and r.included}
+        noted.update(TaskMentions(task).variables(program.variables))
+        sources = _sources_beside(included, given, counter, program, noted)
         kept_units = pack_sources(
             evidence_order(ranking.order, sources.plan),
             sources.stamps.row_tokens,
@@ -322,7 +328,11 @@ class _Sources:
 
 
 def _sources_beside(
-    included: list[Record], given: _Given, counter: TokenCounter, program: Program
+    included: list[Record],
+    given: _Given,
+    counter: TokenCounter,
+    program: Program,
+    noted: set[str],
 ) -> _Sources:
     rows, row_tokens = given.rows, given.row_tokens
     same_as: dict[int, int] = {}
@@ -334,11 +344,15 @@ def _sources_beside(
             same_as[unit] = newest
     # A line that wrote a value a later line replaced says so: in the memory it must not read
     # as the current value. (A copy folded into its newest copy is never packed itself.)
-    replaced = {
-        unit: f"{entry.name} = {entry.value} at u{entry.last_unit}"
-        for unit, entry in replaced_writes(program.state_ops).items()
-        if unit not in same_as
-    }
+    replaced = (
+        {
+            unit: f"{entry.name} = {entry.value} at u{entry.last_unit}"
+            for unit, entry in replaced_writes(program.state_ops).items()
+            if unit not in same_as and entry.name in noted
+        }
+        if noted
+        else {}
+    )
     if repeats or replaced:
         # The line is packed verbatim with a note on a line of its own (never read as part of
         # a value): where else it occurred, and what replaced its value. The note starts with
