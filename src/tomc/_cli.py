@@ -13,7 +13,9 @@ import sys
 import click
 
 from . import __version__
+from ._core.budget import MAX_BUDGET_TOKENS
 from ._core.compiler import STRATEGIES
+from ._core.errors import InputTooLargeError
 from ._core.extras import install_hint
 from ._reporting import reported
 from ._service import (
@@ -44,7 +46,8 @@ def main() -> None:
 @click.option(
     "--budget",
     "-b",
-    type=int,
+    # Checked here, so the message names the flag the user typed, not the library's argument.
+    type=click.IntRange(0, MAX_BUDGET_TOKENS),
     default=None,
     help="Memory budget in tokens (default: 80%→60% of the input).",
 )
@@ -105,7 +108,23 @@ def compile_command(
             counter=counter,
             uncapped=uncapped,
         )
-        result = compile_request(request, max_chars=max_chars or None).result
+        try:
+            result = compile_request(request, max_chars=max_chars or None).result
+        except InputTooLargeError as exc:
+            # The history's limit is this command's --max-chars (its default or the user's);
+            # the task has a fixed one, which --max-chars 0 lifts too.
+            if exc.what == "task":
+                message = (
+                    f"the task has {exc.size:,} characters, over the limit of {exc.limit:,} for "
+                    "a task; say what the memory is for in fewer words, or give --max-chars 0 "
+                    "for no limit"
+                )
+            else:
+                message = (
+                    f"the {exc.what} has {exc.size:,} characters, over the --max-chars limit of "
+                    f"{exc.limit:,}; raise --max-chars, or give --max-chars 0 for no limit"
+                )
+            raise click.ClickException(message) from None
         if as_json:
             output = json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n"
         elif as_inspect:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tomc._core.values import Value, newest_values, read_values
@@ -46,6 +46,7 @@ def test_yaml_nests_by_indentation(nested: dict[str, dict[str, str]]) -> None:
 
 
 @given(_NESTED, st.sampled_from([" = ", "=", ": "]))
+@example(nested={"a0": {"or": "00"}}, sep=" = ")  # a key that is a Python keyword
 def test_toml_and_ini_sections(nested: dict[str, dict[str, str]], sep: str) -> None:
     lines = []
     for section, inner in nested.items():

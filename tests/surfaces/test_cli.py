@@ -63,7 +63,8 @@ def test_errors_are_messages_not_tracebacks() -> None:
     big = runner.invoke(
         main, ["compile", "-", "-t", "q", "--max-chars", "200000"], input="word\n" * 50_000
     )
-    assert big.exit_code == 1 and "200,000" in big.output and "--max-chars 0" in big.output
+    assert big.exit_code == 1 and "over the --max-chars limit of 200,000" in big.output
+    assert "--max-chars 0" in big.output and "interactive" not in big.output  # the user's limit
     nested = runner.invoke(
         main, ["compile", "-", "-t", "q", "--max-chars", "0"], input="[" * 100_000
     )
@@ -104,15 +105,16 @@ def test_the_limit_counts_the_history_and_the_task_has_its_own() -> None:
     assert fits.exit_code == 0, fits.output
     long_task = runner.invoke(main, ["compile", "-", "-t", "x" * 10_001], input="x = 1")
     assert long_task.exit_code == 1
-    assert "task has 10,001 characters" in long_task.output
-    assert "--max-chars" not in long_task.output  # the hint is for the history's limit only
+    assert "task has 10,001 characters, over the limit of 10,000 for a task" in long_task.output
+    assert "--max-chars limit" not in long_task.output  # the task's limit is not --max-chars
 
 
-@pytest.mark.parametrize("budget", ["1" + "0" * 400, str(10**12 + 1)])
-def test_absurd_budgets_are_refused_in_words(budget: str) -> None:
+@pytest.mark.parametrize("budget", ["1" + "0" * 400, str(10**12 + 1), "-5"])
+def test_bad_budgets_are_refused_naming_the_flag(budget: str) -> None:
     result = CliRunner().invoke(main, ["compile", "-", "-t", "a?", "-b", budget], input="a = 1")
-    assert result.exit_code == 1
-    assert "budget_tokens must be at most 1,000,000,000,000" in result.output
+    assert result.exit_code == 2
+    assert "'--budget'" in result.output and "not in the range 0<=x<=1000000000000" in result.output
+    assert "budget_tokens" not in result.output  # the library's name, not what the user typed
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output and "OverflowError" not in result.output
 
@@ -287,6 +289,41 @@ def test_install_hints_name_a_command_that_works_from_a_clone() -> None:
     root = source_checkout()
     if root is not None:  # an editable install from this clone
         assert f"{root}[bpe]" in hint and "make install" in hint
+
+
+@pytest.mark.parametrize(
+    ("recorded", "expected"),
+    [
+        ('{"url": "file:///home/ann/src/tomc", "dir_info": {}}', ("/home/ann/src/tomc", False)),
+        (
+            '{"url": "file:///C:/Users/Ann%20B/tomc", "dir_info": {"editable": true}}',
+            ("C:/Users/Ann B/tomc", True),
+        ),
+        ('{"url": "https://example.org/tomc.whl", "archive_info": {}}', None),
+        ('{"url": "file:///tmp/tomc-0.1-py3-none-any.whl", "archive_info": {}}', None),
+        ("not json", None),
+        (None, None),
+    ],
+)
+def test_the_clone_a_plain_install_came_from_is_read_from_pep_610(recorded, expected) -> None:
+    from pathlib import Path
+
+    from tomc._core.extras import installed_from
+
+    found = installed_from(recorded)
+    assert found == (None if expected is None else (Path(expected[0]), expected[1]))
+
+
+def test_install_hint_names_the_recorded_clone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    from tomc._core import extras
+
+    monkeypatch.setattr(extras, "source_checkout", lambda: None)
+    monkeypatch.setattr(extras, "_recorded_install", lambda: (Path("/opt/my clone"), False))
+    hint = extras.install_hint("bpe")
+    assert hint.endswith("-m pip install '/opt/my clone[bpe]'")
+    assert "/path/to/your" not in hint
 
 
 def test_json_and_inspect_together_are_a_usage_error() -> None:

@@ -7,9 +7,12 @@ interpreter that is running and the clone it was installed from.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
+from importlib import metadata
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 __all__ = ["install_hint", "source_checkout"]
 
@@ -23,6 +26,31 @@ def source_checkout() -> Path | None:
     return None
 
 
+def installed_from(direct_url: str | None) -> tuple[Path, bool] | None:
+    """The local directory a ``pip install <dir>`` recorded (PEP 610's ``direct_url.json``),
+    and whether it was editable; ``None`` for anything else (a wheel file, a URL, nothing)."""
+    try:
+        found = json.loads(direct_url or "")
+    except ValueError:
+        return None
+    if not isinstance(found, dict) or not isinstance(found.get("dir_info"), dict):
+        return None
+    url = urlparse(str(found.get("url", "")))
+    if url.scheme != "file":
+        return None
+    path = unquote(url.path)
+    if len(path) > 2 and path[0] == "/" and path[2] == ":":  # file:///C:/... on Windows
+        path = path[1:]
+    return Path(path), bool(found["dir_info"].get("editable"))
+
+
+def _recorded_install() -> tuple[Path, bool] | None:
+    try:
+        return installed_from(metadata.distribution("tomc").read_text("direct_url.json"))
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def install_hint(extra: str) -> str:
     """The command that adds ``extra`` to the running installation, and ``make install``.
 
@@ -32,6 +60,12 @@ def install_hint(extra: str) -> str:
     python = shlex.quote(sys.executable or "python3")
     root = source_checkout()
     if root is None:
+        recorded = _recorded_install()
+        if recorded is not None:
+            # Installed from a clone without -e: the same command with the extra.
+            where, editable = recorded
+            flag = "-e " if editable else ""
+            return f"{python} -m pip install {flag}{shlex.quote(f'{where}[{extra}]')}"
         return (
             f"{python} -m pip install -e '/path/to/your/tomc/clone[{extra}]' (tomc is installed "
             "from a clone; no package index serves it)"

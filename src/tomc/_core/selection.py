@@ -23,6 +23,8 @@ __all__ = ["SourceRanking", "rank_sources", "source_ledger_rows"]
 class SourceRanking:
     scores: dict[int, float]  # BM25 (spread) score of every line that has one
     order: list[int]  # every line, best first
+    #: Lines that hold a query term themselves (the others in ``scores`` only sit beside one).
+    matched: frozenset[int] = frozenset()
 
 
 def rank_sources(
@@ -37,11 +39,12 @@ def rank_sources(
     weighs more; ``rows`` are the lines as packed (a chat row opens with its role), where the
     speaker is read, ``texts`` by default.
     """
-    scores = spread_to_neighbours(bm25_scores(texts, row_tokens, query_terms(task)), len(texts))
+    own = bm25_scores(texts, row_tokens, query_terms(task))
+    scores = spread_to_neighbours(own, len(texts))
     scores = weight_named_speakers(scores, texts if rows is None else rows, task)
     matched = sorted(scores, key=lambda i: (-scores[i], -i))
     unmatched = [i for i in range(len(texts) - 1, -1, -1) if i not in scores]
-    return SourceRanking(scores, matched + unmatched)
+    return SourceRanking(scores, matched + unmatched, frozenset(own))
 
 
 def source_ledger_rows(
@@ -77,6 +80,7 @@ def source_ledger_rows(
     rank_of = {index: rank for rank, index in enumerate(ranking.order, start=1)} if ranking else {}
     stamps = stamps or StampGroups.none(rows, row_tokens)
     written = {stamps.group_of[unit] for unit in kept if unit in stamps.group_of}
+    passed_over = _passed_over(ranking, kept, same_as) if ranking else {}
     out = []
     for i in range(total):
         score = scores.get(i, 0.0)
@@ -84,9 +88,7 @@ def source_ledger_rows(
             reason = unchanged_reason
         elif i in kept:
             reason = (
-                f"BM25 rank {rank_of[i]} (score {score:.3f})"
-                if i in scores
-                else f"no query term; kept by recency (rank {rank_of[i]})"
+                _kept_reason(i, rank_of[i], score, ranking, passed_over[i]) if ranking else "kept"
             )
             if i in copies:
                 reason += f"; the line occurs {copies[i]} times, packed once here"
@@ -123,6 +125,41 @@ def source_ledger_rows(
         row = LedgerRow("source", unit, f"{score:.3f}", rows[i], (unit,), tokens, i in kept, reason)
         out.append(row)
     return out
+
+
+def _passed_over(
+    ranking: SourceRanking, kept: frozenset[int], same_as: Mapping[int, int]
+) -> dict[int, int]:
+    """For each kept line, how many lines ranked above it were left out: a line kept after
+    some of those was kept because it fitted the room they left, not for its rank alone."""
+    out: dict[int, int] = {}
+    left_out = 0
+    for index in ranking.order:
+        if index in kept:
+            out[index] = left_out
+        elif index not in same_as:  # a copy packed once elsewhere was not passed over
+            left_out += 1
+    return out
+
+
+def _kept_reason(
+    index: int, rank: int, score: float, ranking: SourceRanking, passed_over: int
+) -> str:
+    """Why a line was kept, naming the rule that decided: its own BM25 match, a match beside
+    it, or recency (lines with no query term, newest first); and, when better-ranked lines
+    were left out before it, that it fitted the room they left."""
+    if index in ranking.matched:
+        reason = f"BM25 match, rank {rank} (score {score:.3f})"
+    elif index in ranking.scores:
+        reason = f"beside a BM25 match: rank {rank} (score {score:.3f}, from the lines around it)"
+    else:
+        reason = f"no query term; kept by recency, newest first (rank {rank})"
+    if passed_over:
+        lines = "line" if passed_over == 1 else "lines"
+        reason += (
+            f"; it fitted the room left after {passed_over:,} better-ranked {lines} were left out"
+        )
+    return reason
 
 
 def _needed(stamps: StampGroups, unit: int, written: set[int]) -> int:

@@ -344,8 +344,8 @@ class _Reader:
         if not match:
             return False
         key, op, raw = match.group(1), match.group(2), _strip_comment(match.group(3))
-        if key.startswith(("self.", "cls.", "this.")) or key in _CODE_WORDS:
-            return False
+        if key.startswith(("self.", "cls.", "this.")) or (key in _CODE_WORDS and not self.section):
+            return False  # (a TOML or INI key may be any word: `or = 1` under `[a]` is one)
         if self.code and not self.section and line[:1].isspace():
             return False  # a local variable of a function, not a setting
         in_config = bool(self.section) or (not line[:1].isspace() and op == "=")
