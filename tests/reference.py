@@ -219,6 +219,44 @@ def reference_bm25(
     return scores
 
 
+def reference_clause_coverage(
+    texts: Sequence[str], clauses: Sequence[Sequence[str]], segments: Sequence[int] | None = None
+) -> dict[int, float]:
+    """For each line holding a term of some clause: the best, over clauses, of the idf-weighted
+    share of the clause's words the line (or its whole segment) holds. Words are read as in
+    :func:`reference_bm25`; idf is BM25's, over the lines."""
+    stemmed = [
+        {
+            stem(part)
+            for token in word_tokens(_humps_split(text))
+            for part in token.split("_")
+            if part
+        }
+        for text in texts
+    ]
+    terms = {term for clause in clauses for term in clause}
+    n = len(texts)
+    idf = {}
+    for term in terms:
+        df = sum(1 for words in stemmed if term in words)
+        idf[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    key = list(segments) if segments is not None else list(range(n))
+    segment_words: dict[int, set[str]] = {}
+    for index, words in enumerate(stemmed):
+        segment_words.setdefault(key[index], set()).update(words & terms)
+    out = {}
+    for index, words in enumerate(stemmed):
+        if not words & terms:
+            continue
+        held = segment_words[key[index]]
+        out[index] = max(
+            sum(idf[t] for t in set(clause) if t in held) / sum(idf[t] for t in set(clause))
+            for clause in clauses
+            if clause
+        )
+    return out
+
+
 def reference_mentions(texts: Sequence[str], name: str) -> list[int]:
     """The lines that contain ``name`` with no identifier character (a letter, digit or ``_``
     that is not CJK) right before or after it; a name is searched at every position."""

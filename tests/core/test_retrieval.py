@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference import reference_bm25
+from reference import reference_bm25, reference_clause_coverage
 from tomc._core.lexicon import query_terms, stem
 from tomc._core.retrieval import (
     BM25_B,
@@ -196,3 +196,24 @@ def test_clause_coverage_is_the_best_share_of_one_request() -> None:
     # weighted by rarity: the word every line has counts least
     idf_heavy = clause_coverage(["error one", "error two", "licence error"], [["licenc", "error"]])
     assert idf_heavy[0] < 0.5 < idf_heavy[2]
+
+
+_WORDS = st.sampled_from(["licence", "key", "retry", "budget", "maxBatch", "max_batch", "error"])
+# Plain words: a term written as an identifier is matched whole (tested on its own).
+_ASKED = st.sampled_from(["licence", "key", "retry", "budget", "max", "batch", "errors"])
+
+
+@given(
+    st.lists(st.lists(_WORDS, max_size=6).map(" ".join), min_size=1, max_size=25),
+    st.lists(st.lists(_ASKED, min_size=1, max_size=4).map(" ".join), min_size=1, max_size=6),
+    st.integers(1, 4),
+)
+def test_clause_coverage_matches_the_reference(rows: list[str], asks: list[str], span: int) -> None:
+    clauses = [c for c in (query_terms(ask) for ask in asks) if c]
+    segments = [index // span for index in range(len(rows))]  # runs of lines read as one
+    for given_segments in (None, segments):
+        found = clause_coverage(rows, clauses, segments=given_segments)
+        expected = reference_clause_coverage(rows, clauses, given_segments)
+        assert found.keys() == expected.keys()
+        for index, share in expected.items():
+            assert found[index] == pytest.approx(share)

@@ -249,17 +249,27 @@ def clause_coverage(
         for term in tf:
             df[term] = df.get(term, 0) + 1
     idf = {t: math.log(1.0 + (count - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
-    weights = [(frozenset(clause), sum(idf[t] for t in set(clause))) for clause in clauses]
+    # Each term adds its idf to the clauses it is in, so a line costs its own words times the
+    # clauses each is in, not every clause of the task (a long task has dozens).
+    totals = [sum(idf[t] for t in set(clause)) for clause in clauses]
+    clauses_of: dict[str, list[int]] = {}
+    for number, clause in enumerate(clauses):
+        if totals[number] > 0:
+            for term in set(clause):
+                clauses_of.setdefault(term, []).append(number)
     words_of: dict[int, set[str]] = {}
     for index, tf in hits:
         key = segments[index] if segments is not None else index
         words_of.setdefault(key, set()).update(tf)
-    coverage: dict[int, float] = {}
-    for index, _ in hits:
-        words = words_of[segments[index] if segments is not None else index]
-        coverage[index] = max(
-            sum(idf[t] for t in words if t in clause) / total
-            for clause, total in weights
-            if total > 0
-        )
+    by_key: dict[int, float] = {}
+    for key, words in words_of.items():
+        sums: dict[int, float] = {}
+        for term in words:
+            weight = idf[term]
+            for number in clauses_of.get(term, ()):
+                sums[number] = sums.get(number, 0.0) + weight
+        by_key[key] = max((total / totals[n] for n, total in sums.items()), default=0.0)
+    coverage = {
+        index: by_key[segments[index] if segments is not None else index] for index, _ in hits
+    }
     return coverage

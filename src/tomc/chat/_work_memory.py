@@ -29,10 +29,11 @@ meter that will judge the request.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores, clause_coverage, task_clauses
+from .._core.values import Value
 from ._action_log import folded, split_cost, summary_line, unkept_log, with_note
 from ._changed_files import changed_files
 from ._conversation import Entry
@@ -160,11 +161,10 @@ def build_work_memory(
     log = _plan_log(work.groups, paths_in(focus_text), count, left)
     left -= log.reserved
     before: Work | None = None
+    before_outputs: list[Output] = []
     if earlier is not None:
         before, before_outputs = collect(earlier[0], earlier[2])
-        # Values read before: no line of this block holds them.
-        outputs = [replace(o, indices=[-1] * len(o.lines)) for o in before_outputs] + outputs
-    values = read_work_values(outputs, later_text)
+    values = read_work_values(outputs, later_text, earlier=before_outputs)
     shown_before = earlier[1] if earlier is not None else ""
     # A small memory spends its room on the work the agent is on; the extras grow with it.
     scale = min(1.0, max(0, left) / FULL_EXTRAS_ROOM)
@@ -177,7 +177,7 @@ def build_work_memory(
         stated_text = f"{shown_before}\n{section.text}"
         brought, cost = _brought_back(
             before,
-            _seen_before(before, before_outputs, work, later_text, stated_text),
+            _seen_before(before, values.earlier_by_line, work, later_text, stated_text),
             task,
             room,
             count,
@@ -203,15 +203,18 @@ def build_work_memory(
 
 
 def _seen_before(
-    before: Work, outputs: Sequence[Output], work: Work, later_text: str, stated_text: str
+    before: Work,
+    readings: dict[int, list[Value]],
+    work: Work,
+    later_text: str,
+    stated_text: str,
 ) -> set[str]:
     """Lines of earlier calls that need not come back: shown by a block before (their text is
-    in ``stated_text``), by this block or later, or whose values a block or this section
-    states."""
+    in ``stated_text``), by this block or later, or whose values (``readings``, by line of
+    ``before``) a block or this section states."""
     seen = {line_key(line) for line in stated_text.splitlines()}
     seen.update(line_key(text) for text in work.texts)
     seen.update(line_key(line) for line in later_text.splitlines())
-    readings = read_work_values(outputs, "").by_line
     seen.update(
         line_key(before.texts[i])
         for i, found in readings.items()
@@ -232,18 +235,8 @@ def _brought_back(
     candidates = [i for i, text in enumerate(work.texts) if line_key(text) not in seen]
     if not candidates or room <= 0:
         return "", 0
-    rows = [work.texts[i] for i in candidates]
-    lengths = [count(row + "\n") for row in rows]
-    match = bm25_scores(rows, lengths, query_terms(task))
-    top = max(match.values(), default=0.0) or 1.0
-    block_of = traceback_lines_of(work)
-    segments = [block_of.get(i, -1 - i) for i in candidates]
-    covered = clause_coverage(rows, task_clauses(task), segments=segments)
-    strength = {
-        p: covered.get(p, 0.0) + match.get(p, 0.0) / top
-        for p in range(len(candidates))
-        if max(covered.get(p, 0.0), match.get(p, 0.0) / top) >= STRONG_TASK_MATCH
-    }
+    lengths = [count(work.texts[i] + "\n") for i in candidates]
+    strength = _task_strength(work, candidates, lengths, task)
     used = count(BROUGHT_BACK + "\n")
     chosen: dict[int, list[int]] = {}  # group -> work lines
     for p in sorted(strength, key=lambda p: (-strength[p], -p)):
@@ -351,12 +344,7 @@ def _ranked(
     lengths = [costs[i] for i in candidates]
     scores = bm25_scores(rows, lengths, query_terms(task + "\n" + focus_text))
     top = max(scores.values(), default=0.0) or 1.0
-    on_task = bm25_scores(rows, lengths, query_terms(task))
-    top_task = max(on_task.values(), default=0.0) or 1.0
-    # A traceback is read as one line for the task (its title says what its frames are).
-    block_of = traceback_lines_of(work)
-    segments = [block_of.get(i, -1 - i) for i in candidates]
-    covered = clause_coverage(rows, task_clauses(task), segments=segments)
+    strength = _task_strength(work, candidates, lengths, task)
     standing_out = _salient_lines(work)
     span = max(1, len(groups) - 1)
     score_of: dict[int, float] = {}
@@ -364,11 +352,8 @@ def _ranked(
     for position, index in enumerate(candidates):
         group = groups[work.owner[index]]
         salience = SALIENT_WEIGHT if standing_out[index] else 0.0
-        match = on_task.get(position, 0.0) / top_task
-        # Strong: much of one request's words, or close to the best match of the whole task.
-        coverage = covered.get(position, 0.0)
-        if index not in stated and (coverage >= STRONG_TASK_MATCH or match >= STRONG_TASK_MATCH):
-            task_of[index] = coverage + match + TASK_SALIENT_WEIGHT * bool(salience)
+        if position in strength and index not in stated:
+            task_of[index] = strength[position] + TASK_SALIENT_WEIGHT * bool(salience)
         score_of[index] = (
             BM25_WEIGHT * scores.get(position, 0.0) / top
             + RECENCY_WEIGHT * group.order / span
@@ -378,6 +363,27 @@ def _ranked(
         )
     on_task_first = sorted(task_of, key=lambda i: (-task_of[i], -i))
     return on_task_first, sorted(candidates, key=lambda i: (-score_of[i], -i))
+
+
+def _task_strength(
+    work: Work, candidates: Sequence[int], lengths: Sequence[int], task: str
+) -> dict[int, float]:
+    """Position in ``candidates`` -> how strongly the line matches the task (its share of one
+    request's words plus its BM25 score against the best match of the whole task), for the
+    lines at least one of which reaches :data:`STRONG_TASK_MATCH`."""
+    rows = [work.texts[i] for i in candidates]
+    match = bm25_scores(rows, lengths, query_terms(task))
+    top = max(match.values(), default=0.0) or 1.0
+    # A traceback is read as one line for the task (its title says what its frames are).
+    block_of = traceback_lines_of(work)
+    segments = [block_of.get(i, -1 - i) for i in candidates]
+    covered = clause_coverage(rows, task_clauses(task), segments=segments)
+    strength = {}
+    for position in covered.keys() | match.keys():
+        coverage, best = covered.get(position, 0.0), match.get(position, 0.0) / top
+        if coverage >= STRONG_TASK_MATCH or best >= STRONG_TASK_MATCH:
+            strength[position] = coverage + best
+    return strength
 
 
 def _salient_lines(work: Work) -> list[bool]:

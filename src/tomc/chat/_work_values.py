@@ -18,7 +18,7 @@ value reads as current. So the work memory reads every value the calls printed
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .._core.retrieval import clause_coverage, task_clauses
 from .._core.values import Value, ValueHistory, newest_values, read_values
@@ -60,6 +60,8 @@ class ReadValues:
     histories: dict[tuple[str, str], ValueHistory]
     #: work line index -> the readings on it (value, call number)
     by_line: dict[int, list[Value]]
+    #: the same for the lines of earlier work (read first, as older than every work line)
+    earlier_by_line: dict[int, list[Value]] = field(default_factory=dict)
 
     def stale_note(self, line: int, call_label: Callable[[int], str]) -> str:
         """The note a kept line needs when a value on it was replaced later, else ``""``."""
@@ -75,22 +77,25 @@ class ReadValues:
         return f"[replaced later: {'; '.join(notes)}]"
 
 
-def read_work_values(outputs: Sequence[Output], later_text: str) -> ReadValues:
-    """Read every output in order, then the text sent after the memory (newest of all)."""
+def read_work_values(
+    outputs: Sequence[Output], later_text: str, earlier: Sequence[Output] = ()
+) -> ReadValues:
+    """Read the ``earlier`` outputs (of work that blocks before this one stand for), every
+    output in order, then the text sent after the memory (newest of all)."""
     readings: list[tuple[Value, int]] = []
     by_line: dict[int, list[Value]] = {}
-    for output in outputs:
-        for value in read_values(output.lines):
-            if value.form == "constant":
-                # Constants of code are per module: the file the call read names it.
-                value = replace(value, scope=output.where or f"call {output.call}")
-            readings.append((value, output.call))
-            index = output.indices[value.line]
-            if index >= 0:
-                by_line.setdefault(index, []).append(value)
+    earlier_by_line: dict[int, list[Value]] = {}
+    for lines_of, group in ((earlier_by_line, earlier), (by_line, outputs)):
+        for output in group:
+            for value in read_values(output.lines):
+                if value.form == "constant":
+                    # Constants of code are per module: the file the call read names it.
+                    value = replace(value, scope=output.where or f"call {output.call}")
+                readings.append((value, output.call))
+                lines_of.setdefault(output.indices[value.line], []).append(value)
     if later_text:
         readings.extend((value, LATER) for value in read_values(later_text.splitlines()))
-    return ReadValues(newest_values(readings), by_line)
+    return ReadValues(newest_values(readings), by_line, earlier_by_line)
 
 
 @dataclass(frozen=True, slots=True)
