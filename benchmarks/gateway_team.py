@@ -23,6 +23,11 @@ in-memory store is request against request and a busy moment of the machine hits
 Client, upstream, Redis and gateways share this machine's two cores, so the figures bound the
 gateway's own cost from above, and three processes cannot show more throughput than two cores
 give.
+
+The store's health under load is reported too: after the burst, each set-up's requests that
+went out unchanged because the store did not answer (``passed_through_while_down``, summed over
+its processes), and, at the end, the gateways' warnings about the store (their logs are kept in
+the run's folder while it runs): a pool too small for the burst says so there.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -40,11 +46,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
 
-from benchmarks.gateway_load import _free_port, _process, _quantile, request_body
+from benchmarks.gateway_load import _free_port, _process, _quantile, _wait, request_body
 from tomc._gateway.settings import GatewaySettings, save_settings
 
 #: (name, store, processes, sticky)
@@ -111,9 +118,36 @@ def _answers(port: int) -> bool:
         return False
 
 
+#: What the gateways log when the session store is short of connections or does not answer
+#: (the client's own words, and the gateway's for an outage of the store).
+STORE_WARNINGS = {
+    "too_many_connections": re.compile(r"Too many connections"),
+    "no_connection_available": re.compile(r"No connection available|no free connection"),
+    "store_unavailable": re.compile(r"session store \S+ unavailable"),
+}
+
+
 @contextlib.contextmanager
-def gateways(upstream: str, store: str, count: int, folder: str) -> Iterator[list[str]]:
-    """``count`` gateway processes on ``store`` (each its own home); yields their URLs."""
+def _logged_process(
+    args: list[str], url: str, env: dict[str, str], log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A process whose stderr (the gateway's warnings) goes to ``log``, up once ``url`` answers."""
+    with log.open("wb") as sink:
+        process = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=sink)
+    try:
+        _wait(url, process)
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def gateways(
+    upstream: str, store: str, count: int, folder: str, logs: list[Path] | None = None
+) -> Iterator[list[str]]:
+    """``count`` gateway processes on ``store`` (each its own home); yields their URLs. Each
+    process's log file is added to ``logs``."""
     with contextlib.ExitStack() as stack:
         urls = []
         for n in range(count):
@@ -123,9 +157,37 @@ def gateways(upstream: str, store: str, count: int, folder: str) -> Iterator[lis
             args = [sys.executable, "-m", "tomc", "gateway", "serve", "--home", home]
             url = f"http://127.0.0.1:{port}"
             env = {**os.environ, "TOMC_HOME": home}
-            stack.enter_context(_process([*args, "--session-store", store], f"{url}/healthz", env))
+            log = Path(home) / "gateway.log"
+            args += ["--session-store", store]
+            stack.enter_context(_logged_process(args, f"{url}/healthz", env, log))
+            if logs is not None:
+                logs.append(log)
             urls.append(url)
         yield urls
+
+
+def store_figures(urls: list[str]) -> dict[str, int]:
+    """What the set-up's store did under load, summed over its processes: outages and the
+    requests that went out unchanged because the store did not answer (0 for memory)."""
+    figures = {"outages": 0, "passed_through_while_down": 0, "ledger_dropped": 0}
+    with httpx2.Client(trust_env=False, timeout=60.0) as http:
+        for url in urls:
+            status = http.get(f"{url}/status.json").json()
+            store = status.get("session_store") or {}
+            figures["outages"] += int(store.get("outages", 0))
+            figures["passed_through_while_down"] += int(store.get("passed_through_while_down", 0))
+            figures["ledger_dropped"] += int((status.get("traffic") or {}).get("dropped", 0))
+    return figures
+
+
+def log_warnings(logs: list[Path]) -> dict[str, int]:
+    """Lines of the gateways' logs that say each of :data:`STORE_WARNINGS`."""
+    counts = dict.fromkeys(STORE_WARNINGS, 0)
+    for log in logs:
+        for line in log.read_text("utf-8", "replace").splitlines():
+            for name, pattern in STORE_WARNINGS.items():
+                counts[name] += pattern.search(line) is not None
+    return counts
 
 
 async def send_all(
@@ -164,7 +226,8 @@ def _route(urls: list[str], sticky: bool, conversation: int, request: int) -> st
 def under_load(
     setups: dict[str, list[str]], bodies: list[bytes], seconds: list[bytes]
 ) -> dict[str, dict[str, Any]]:
-    """Each set-up in turn: every conversation's first request at once, then every next one."""
+    """Each set-up in turn: every conversation's first request at once, then every next one;
+    then what its store did meanwhile (:func:`store_figures`)."""
     out = {}
     for name, _, _, sticky in SETUPS:
         urls = setups[name]
@@ -172,7 +235,12 @@ def under_load(
         second = [(_route(urls, sticky, n, 1), body) for n, body in enumerate(seconds)]
         lat1, out1, s1 = asyncio.run(send_all(first))
         lat2, out2, s2 = asyncio.run(send_all(second))
-        out[name] = {"latency": lat1 + lat2, "outputs": out1 + out2, "wall_s": s1 + s2}
+        out[name] = {
+            "latency": lat1 + lat2,
+            "outputs": out1 + out2,
+            "wall_s": s1 + s2,
+            "store": store_figures(urls),
+        }
     return out
 
 
@@ -227,6 +295,7 @@ def measure(conversations: int = 200, tokens: int = 100_000, events: int = 20) -
             send_all([(upstream, body) for body in bodies + seconds])
         )
         # Each set-up its own keys: they send the same conversations.
+        logs: dict[str, list[Path]] = {name: [] for name, *_ in SETUPS}
         setups = {
             name: stack.enter_context(
                 gateways(
@@ -234,12 +303,14 @@ def measure(conversations: int = 200, tokens: int = 100_000, events: int = 20) -
                     f"{redis_url}?prefix=setup{n}:" if store == "redis" else store,
                     count,
                     folder,
+                    logs[name],
                 )
             )
             for n, (name, store, count, _) in enumerate(SETUPS)
         }
         loaded = under_load(setups, bodies, seconds)
         alone = one_at_a_time(upstream, setups, tokens)
+        warnings = {name: log_warnings(files) for name, files in logs.items()}
     rows = []
     for name, _, count, sticky in SETUPS:
         run = loaded[name]
@@ -259,6 +330,8 @@ def measure(conversations: int = 200, tokens: int = 100_000, events: int = 20) -
                 "alone_over_memory": [
                     t - m for t, m in zip(alone[name], alone[SETUPS[0][0]], strict=True)
                 ],
+                "store": run["store"],
+                "warnings": warnings[name],
             }
         )
         over = rows[-1]["alone_over_memory"]
@@ -323,6 +396,25 @@ def to_markdown(result: dict[str, Any]) -> list[str]:
                 f" {r['name']}: a process's first request of a conversation "
                 f"{statistics.median(first) * 1000:+.1f} ms, its later ones "
                 f"{statistics.median(again) * 1000:+.1f} ms over the in-memory store (p50)."
+            )
+    health = [r for r in result["rows"] if "store" in r and "warnings" in r]
+    if health:
+        lines += [
+            "",
+            "The store under load (after the burst: outages and requests sent unchanged because "
+            "the store did not answer, summed over the set-up's processes; over the whole run: "
+            "log lines of the gateways):",
+            "",
+            "| set-up | store outages | sent unchanged (store down) | ledger entries dropped "
+            '| "Too many connections" | no free connection | "session store ... unavailable" |',
+            "|---|--:|--:|--:|--:|--:|--:|",
+        ]
+        for r in health:
+            store, said = r["store"], r["warnings"]
+            lines.append(
+                f"| {r['name']} | {store['outages']} | {store['passed_through_while_down']} "
+                f"| {store['ledger_dropped']} | {said['too_many_connections']} "
+                f"| {said['no_connection_available']} | {said['store_unavailable']} |"
             )
     return lines
 

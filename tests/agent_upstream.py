@@ -89,7 +89,7 @@ from fake_providers import (
     serve_in_thread,
     stop_served,
 )
-from fake_wire import Reply, response_object, sse
+from tomc.testing.wire import Reply, response_object, sse
 
 __all__ = [
     "BINDING_BETA",

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +69,22 @@ def wait_for(condition: Callable[[], object], timeout_s: float = 30.0) -> None:
 
 
 @contextlib.contextmanager
-def gateway(port: int, home: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``tomc gateway serve`` on ``port`` for the block, answering before it starts."""
+def gateway(
+    port: int,
+    home: Path | None = None,
+    *,
+    args: Sequence[str] = (),
+    env: dict[str, str] | None = None,
+    stderr: int = subprocess.DEVNULL,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``tomc gateway serve`` on ``port`` (with ``args``) for the block, answering before it
+    starts; ``home`` is its ``--home`` (else ``env``'s TOMC_HOME)."""
+    where = ["--home", str(home)] if home is not None else []
     process = subprocess.Popen(
-        [*SERVE, "--port", str(port), "--home", str(home)],
+        [*SERVE, "--port", str(port), *where, *args],
+        env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
     )
     try:
         wait_for(lambda: probe(port).answering or process.poll() is not None)

@@ -284,7 +284,6 @@ class RunResult:
         if self.status is not None:
             out["gateway"] = {
                 "requests": self.status.get("requests"),
-                "tokens_saved": self.status.get("tokens_saved"),
                 "conversations": [
                     {
                         k: c.get(k)
@@ -295,7 +294,8 @@ class RunResult:
                             "context_target",
                             "decisions",
                             "rebuilds",
-                            "tokens_saved",
+                            "tomc_tokens_before",
+                            "tomc_tokens_after",
                         )
                     }
                     for c in self.conversations()

@@ -8,7 +8,9 @@ any other dev install both work. A ``make TARGET`` line is run as the commands `
 prints that call ``.venv/bin/tomc``: what the target shows the user, without its install steps.
 
 Every other shell block of the README is checked too, less strictly: each of its commands must
-be a `tomc` subcommand that exists (its ``--help`` succeeds) or a known make target.
+be a `tomc` subcommand that exists (its ``--help`` succeeds) or a known make target. Such a block
+also says why it is not run, in a ``<!-- docs-test: not run: ... -->`` comment that
+tests/test_docs.py reads (with every block of docs/).
 """
 
 from __future__ import annotations

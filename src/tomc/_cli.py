@@ -91,17 +91,9 @@ def compile_command(
         raise click.UsageError("--json and --inspect each print the whole result; give one")
     if show_all and not as_inspect:
         raise click.UsageError("--all shapes the --inspect output; give it with --inspect")
-    data = source.read()
-    try:
-        raw = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise click.ClickException(
-            f"{getattr(source, 'name', 'input')} is not UTF-8 text (byte {exc.start}); "
-            "TOMC compiles text histories"
-        ) from None
     with reported("compiling the history"):
         request = CompileRequest(
-            history=raw,
+            history=_text_of(source),
             task=task,
             budget_tokens=budget,
             strategy=strategy,
@@ -111,20 +103,7 @@ def compile_command(
         try:
             result = compile_request(request, max_chars=max_chars or None).result
         except InputTooLargeError as exc:
-            # The history's limit is this command's --max-chars (its default or the user's);
-            # the task has a fixed one, which --max-chars 0 lifts too.
-            if exc.what == "task":
-                message = (
-                    f"the task has {exc.size:,} characters, over the limit of {exc.limit:,} for "
-                    "a task; say what the memory is for in fewer words, or give --max-chars 0 "
-                    "for no limit"
-                )
-            else:
-                message = (
-                    f"the {exc.what} has {exc.size:,} characters, over the --max-chars limit of "
-                    f"{exc.limit:,}; raise --max-chars, or give --max-chars 0 for no limit"
-                )
-            raise click.ClickException(message) from None
+            raise click.ClickException(_too_large(exc)) from None
         if as_json:
             output = json.dumps(result.to_dict(), ensure_ascii=False, indent=2) + "\n"
         elif as_inspect:
@@ -136,6 +115,31 @@ def compile_command(
     empty = explain_empty(result)
     if empty:
         click.echo(f"tomc: {empty}", err=True)
+
+
+def _text_of(source) -> str:
+    data = source.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(
+            f"{getattr(source, 'name', 'input')} is not UTF-8 text (byte {exc.start}); "
+            "TOMC compiles text histories"
+        ) from None
+
+
+def _too_large(exc: InputTooLargeError) -> str:
+    """The history's limit is this command's --max-chars (its default or the user's); the
+    task has a fixed one, which --max-chars 0 lifts too."""
+    if exc.what == "task":
+        return (
+            f"the task has {exc.size:,} characters, over the limit of {exc.limit:,} for a task; "
+            "say what the memory is for in fewer words, or give --max-chars 0 for no limit"
+        )
+    return (
+        f"the {exc.what} has {exc.size:,} characters, over the --max-chars limit of "
+        f"{exc.limit:,}; raise --max-chars, or give --max-chars 0 for no limit"
+    )
 
 
 @main.command("serve")

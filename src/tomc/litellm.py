@@ -3,7 +3,8 @@
 A stock ``litellm --config config.yaml`` proxy with this line compacts the requests it serves on
 its Chat Completions, Anthropic Messages and Responses routes, with the gateway's sessions,
 targets, memory blocks and fail-open rule (an error in the hook never fails a request). Install
-with ``pip install 'tomc[litellm]'`` in the proxy's environment. Settings come from the
+it from a clone into the proxy's environment: ``pip install -e '/path/to/tomc[litellm]'`` (no
+package index serves ``tomc``). Settings come from the
 environment (:class:`~tomc._litellm.compaction.HookSettings`: ``TOMC_SESSION_STORE``,
 ``TOMC_CONTEXT_TARGET``, ...) and, per key or team, from LiteLLM's key or team metadata
 (``{"tomc": {"context_target": 60000}}`` or ``"off"``). For other settings, make your own

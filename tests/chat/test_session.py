@@ -431,11 +431,13 @@ def test_every_decision_is_logged(caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "tomc.chat"]
     assert lines[0].startswith("request 1 compiled [compiled build]:")
     assert lines[1].startswith("request 2 reused [reused]:")
-    # Each line is the request's account: how long it took, what it has cost so far.
+    # Each line is the request's account: how long it took, what it has cost so far by the
+    # session's own estimate, labelled so (the provider's bill is logged apart, as "billed").
     assert all(
-        re.search(r"prepared in [\d.]+ ms; so far billed \d+ against \d+ direct", line)
+        re.search(r"prepared in [\d.]+ ms; TOMC's estimate so far: \d+ sent against \d+", line)
         for line in lines
     )
+    assert not any("billed" in line for line in lines)
     assert session.last_decision.to_dict()["rebuilds"] == 1
 
 

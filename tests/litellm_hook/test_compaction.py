@@ -58,10 +58,19 @@ def test_a_request_is_rewritten_in_place_and_its_answer_is_booked():
     done = run(scenario())
     data = done["data"]
     assert MEMORY in json.dumps(data["messages"]) and data["messages"] != body["messages"]
-    assert data["litellm_metadata"]["spend_logs_metadata"]["tomc"]["decision"] == "compiled"
+    logged = data["litellm_metadata"]["spend_logs_metadata"]["tomc"]
+    assert logged["decision"] == "compiled"
+    # TOMC's own count under the gateway's names, and no "saved" figure: the request is not
+    # billed yet (LiteLLM's spend log has the provider's usage beside it).
+    assert logged["tomc_tokens_before"] > logged["tomc_tokens_after"] > 0
+    assert not {"tokens_saved", "tokens_before", "tokens_after"} & set(logged)
     assert data["litellm_metadata"]["user_api_key_hash"] == "key-a"  # LiteLLM's own kept
     (conversation,) = done["status"]["conversations"]
     assert conversation["requests"] == 1 and conversation["conversation"].startswith("key-a/")
+    # The figures of /status.json, under its names: one account of savings, the ledger's.
+    assert "tokens_saved" not in done["status"] and "tokens_saved" not in conversation
+    assert conversation["tomc_tokens_before"] > conversation["tomc_tokens_after"]
+    assert done["status"]["traffic"]["method"].startswith("docs/agents/traffic.md#")
     assert conversation["last_request"]["provider"]["prompt_tokens"] > 0
     assert done["status"]["traffic"]["totals"]["requests"] == 1
 

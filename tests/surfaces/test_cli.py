@@ -299,6 +299,7 @@ def test_install_hints_name_a_command_that_works_from_a_clone() -> None:
             '{"url": "file:///C:/Users/Ann%20B/tomc", "dir_info": {"editable": true}}',
             ("C:/Users/Ann B/tomc", True),
         ),
+        ('{"url": "file:///srv/t%C3%B6mc%20%E6%97%A5", "dir_info": {}}', ("/srv/tömc 日", False)),
         ('{"url": "https://example.org/tomc.whl", "archive_info": {}}', None),
         ('{"url": "file:///tmp/tomc-0.1-py3-none-any.whl", "archive_info": {}}', None),
         ("not json", None),

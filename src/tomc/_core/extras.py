@@ -8,11 +8,11 @@ interpreter that is running and the clone it was installed from.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from importlib import metadata
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 __all__ = ["install_hint", "source_checkout"]
 
@@ -26,6 +26,9 @@ def source_checkout() -> Path | None:
     return None
 
 
+_PERCENT = re.compile(rb"%([0-9A-Fa-f]{2})")
+
+
 def installed_from(direct_url: str | None) -> tuple[Path, bool] | None:
     """The local directory a ``pip install <dir>`` recorded (PEP 610's ``direct_url.json``),
     and whether it was editable; ``None`` for anything else (a wheel file, a URL, nothing)."""
@@ -35,10 +38,14 @@ def installed_from(direct_url: str | None) -> tuple[Path, bool] | None:
         return None
     if not isinstance(found, dict) or not isinstance(found.get("dir_info"), dict):
         return None
-    url = urlparse(str(found.get("url", "")))
-    if url.scheme != "file":
+    url = str(found.get("url", ""))
+    if not url.startswith("file://"):
         return None
-    path = unquote(url.path)
+    # file://[host]/path, percent-encoded as UTF-8 (decoded here: urllib is not for the core)
+    path = url[len("file://") :]
+    path = path[path.find("/") :] if "/" in path else ""
+    raw = _PERCENT.sub(lambda m: bytes([int(m.group(1), 16)]), path.encode("utf-8"))
+    path = raw.decode("utf-8", "replace")
     if len(path) > 2 and path[0] == "/" and path[2] == ":":  # file:///C:/... on Windows
         path = path[1:]
     return Path(path), bool(found["dir_info"].get("editable"))

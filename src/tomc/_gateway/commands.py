@@ -3,6 +3,8 @@ gateway package (registered on the main command in :mod:`tomc._cli`)."""
 
 from __future__ import annotations
 
+import errno
+
 import click
 
 # The command line's one error path, shared with tomc._cli.
@@ -62,8 +64,9 @@ _THINKING_PREFIX = click.option(
     "--thinking-prefix",
     type=_ThinkingType(),
     default=None,
-    help="Anthropic signed thinking after a rewritten prefix: send the request as it is, or "
-    "let the provider drop those blocks (its documented drop_block behaviour).",
+    help="Anthropic signed thinking after a rewritten prefix: send the request as it is "
+    "(passthrough), or let the provider drop those blocks (drop_block, its documented "
+    "behaviour). Default: the settings file, else drop_block.",
 )
 
 
@@ -111,6 +114,16 @@ _SERVE_OPTIONS = (
     ),
 )
 
+_UPSTREAM = click.option(
+    "--upstream",
+    "upstreams",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Forward NAME's requests to URL, a base URL (repeatable; NAME: anthropic, openai, "
+    "chatgpt; wins over the settings file's upstreams). OpenAI's ends in /v1: "
+    "openai=http://127.0.0.1:8790/v1, anthropic=http://127.0.0.1:8790.",
+)
+
 
 def _serve_options(command):  # type: ignore[no-untyped-def]
     """``tomc gateway serve``'s options for serving beyond one local agent (a team: see
@@ -130,6 +143,7 @@ def _serve_options(command):  # type: ignore[no-untyped-def]
 @click.option(
     "--port", "-p", type=click.IntRange(0, 65535), default=None, help="Default: saved, else 8787."
 )
+@_UPSTREAM
 @_serve_options
 @_CONTEXT_TARGET
 @_THINKING_PREFIX
@@ -150,6 +164,7 @@ def serve_command(
     host: str,
     allow_hosts: tuple[str, ...],
     port: int | None,
+    upstreams: tuple[str, ...],
     session_store: str,
     workers: int,
     status_token: str | None,
@@ -172,15 +187,15 @@ def serve_command(
 
     if allow_remote:
         raise click.UsageError("--allow-remote is replaced by --allow-host NAME")
-    pinned: dict[str, object] = {}
-    if context_target is not None:
-        pinned["context_target"] = context_target
-    if thinking_prefix is not None:
-        pinned["thinking_prefix"] = thinking_prefix
-    if allow_origins:
-        pinned["allow_origins"] = allow_origins
-    if cache_ttl_s is not None:
-        pinned["cache_ttl_s"] = cache_ttl_s
+    given = {
+        "upstreams": _upstream_options(upstreams) if upstreams else None,
+        "context_target": context_target,
+        "thinking_prefix": thinking_prefix,
+        "allow_origins": allow_origins or None,
+        "cache_ttl_s": cache_ttl_s,
+    }
+    # The settings given as options, which win over the settings file.
+    pinned = {name: value for name, value in given.items() if value is not None}
     options = ServeOptions(
         host, port, home, pinned, allow_hosts, status_token, session_store, workers, verbose
     )
@@ -191,9 +206,37 @@ def serve_command(
     except TomcError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
-        reason = exc.strerror or exc
         shown = options.port if options.port is not None else options.settings().port
-        raise click.ClickException(f"cannot serve on {host}:{shown}: {reason}") from None
+        raise click.ClickException(_cannot_serve(host, shown, exc)) from None
+
+
+def _cannot_serve(host: str, port: int, exc: OSError) -> str:
+    """Why the gateway could not bind, and when the port is taken, by whom."""
+    from .health import probe
+
+    message = f"cannot serve on {host}:{port}: {exc.strerror or exc}"
+    if exc.errno != errno.EADDRINUSE:
+        return message
+    found = probe(port)
+    if found.answering:
+        version = f" {found.version}" if found.version else ""
+        return (
+            f"{message}: a TOMC gateway{version} already answers there (see `tomc gateway "
+            f"status --port {port}`); use it, stop it, or serve on another --port"
+        )
+    return f"{message}: another program uses it; serve on another --port"
+
+
+def _upstream_options(values: tuple[str, ...]) -> dict[str, str]:
+    """``--upstream NAME=URL`` values as the settings' ``upstreams`` (the last URL of a NAME
+    wins); a usage error naming the flag for a bad one."""
+    from .._core.errors import InvalidOptionError
+    from .settings import parse_upstream
+
+    try:
+        return dict(parse_upstream(value) for value in values)
+    except InvalidOptionError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 _CLIENT_CHOICE = click.Choice(["claude", "codex"])
@@ -244,9 +287,10 @@ def activate_command(client: str, port: int | None, home: str | None, login: boo
 
 
 @gateway_group.command("status")
+@_PORT
 @_HOME
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def status_command(home: str | None, as_json: bool) -> None:
+def status_command(port: int | None, home: str | None, as_json: bool) -> None:
     """Show what points at the gateway and whether it answers.
 
     Exits with 3 when an agent points at a gateway that does not answer.
@@ -256,7 +300,7 @@ def status_command(home: str | None, as_json: bool) -> None:
     from .local.status import gateway_status
 
     with _reported("reading the gateway status"):
-        status = gateway_status(home=home)
+        status = gateway_status(home=home, port=port)
     if as_json:
         click.echo(json.dumps(status.to_dict(), indent=2, sort_keys=True))
     else:

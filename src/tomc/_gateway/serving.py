@@ -27,7 +27,7 @@ from starlette.applications import Starlette
 
 from .._core.errors import InvalidOptionError
 from .._http.server import _is_loopback, allowed_hosts_for
-from .settings import GatewaySettings, load_settings
+from .settings import GatewaySettings, load_settings, with_options
 
 __all__ = ["OPTIONS_ENV", "ServeOptions", "serve", "worker_app"]
 
@@ -37,7 +37,8 @@ OPTIONS_ENV = "TOMC_GATEWAY_SERVE_OPTIONS"
 
 @dataclass(frozen=True)
 class ServeOptions:
-    """Everything ``tomc gateway serve`` was told (``pinned``: settings given as options)."""
+    """Everything ``tomc gateway serve`` was told (``pinned``: settings given as options;
+    its ``upstreams``, from ``--upstream NAME=URL``, replace only the kinds they name)."""
 
     host: str = "127.0.0.1"
     port: int | None = None
@@ -84,7 +85,7 @@ class ServeOptions:
     def settings(self, port: int | None = None) -> GatewaySettings:
         """The saved settings with the options that override them (``port``: the bound one)."""
         settings = load_settings(self.home)
-        return replace(settings, port=port or self.port or settings.port, **self.pinned)
+        return with_options(settings, {**self.pinned, "port": port or self.port or settings.port})
 
     def app(self, port: int) -> Starlette:
         """The gateway app these options describe, for a server bound on ``port``; what the
@@ -154,6 +155,9 @@ def serve(options: ServeOptions, say: Callable[[str], None], *, show_token: bool
     store = options.session_store
     workers = f"{options.workers} workers, " if options.workers > 1 else ""
     say(f"TOMC gateway on {server.url} ({workers}session store {_shown(store)}; Ctrl-C to stop)")
+    pinned = options.pinned.get("upstreams") or {}
+    if pinned:
+        say("upstreams from --upstream: " + ", ".join(f"{k}={v}" for k, v in pinned.items()))
     if options.status_token is not None:
         shown = options.status_token if show_token else "<your --status-token>"
         say(f"status page and inspector: {server.url}status?token={shown}")

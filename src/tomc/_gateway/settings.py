@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._core.errors import InvalidOptionError
 from .._home import default_home
@@ -42,9 +43,11 @@ __all__ = [
     "normalize_origin",
     "parse_cache_ttl",
     "parse_context_target",
+    "parse_upstream",
     "record_upstream",
     "remove_leftover_temps",
     "save_settings",
+    "with_options",
 ]
 
 DEFAULT_PORT = 8787
@@ -137,6 +140,33 @@ class GatewaySettings:
         data["upstreams"] = dict(self.upstreams)
         data["allow_origins"] = list(self.allow_origins)
         return data
+
+
+def parse_upstream(value: str, option: str = "--upstream") -> tuple[str, str]:
+    """``NAME=URL`` as ``tomc gateway serve --upstream`` takes it: a kind of the settings'
+    ``upstreams`` (``anthropic``, ``openai``, ``chatgpt``, ...) and its http(s) base URL."""
+    name, sep, url = value.partition("=")
+    name, url = name.strip(), url.strip()
+    if not sep or not name or not url:
+        raise InvalidOptionError(f"{option} expects NAME=URL, got {value!r}")
+    if name not in DEFAULT_UPSTREAMS:
+        known = ", ".join(sorted(DEFAULT_UPSTREAMS))
+        raise InvalidOptionError(f"{option}: unknown NAME {name!r}; use one of: {known}")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidOptionError(
+            f"{option} {name}=...: the URL must be http:// or https:// with a host, not {url!r}"
+        )
+    return name, url
+
+
+def with_options(settings: GatewaySettings, options: Mapping[str, Any]) -> GatewaySettings:
+    """``settings`` with the command line's ``options`` over them. ``upstreams`` among the
+    options replace only the kinds they name; the others keep the settings' URLs."""
+    changes = dict(options)
+    if "upstreams" in changes:
+        changes["upstreams"] = {**settings.upstreams, **changes["upstreams"]}
+    return replace(settings, **changes)
 
 
 def _parse_origins(values: Iterable[str]) -> tuple[str, ...]:

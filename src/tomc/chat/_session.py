@@ -339,8 +339,9 @@ class AutomaticChatSession:
             account = replace(state.account)  # for the log line, outside the lock
         _LAST_DECISION.set(decision)
         logger.info(
+            # A forecast in TOMC's own count, never a bill (the gateway logs the provider's).
             "request %d %s [%s%s]: %s (%s -> %s tokens, rebuilds %d; prepared in %.1f ms; "
-            "so far billed %.0f against %.0f direct, by TOMC's estimate)",
+            "TOMC's estimate so far: %.0f sent against %.0f direct)",
             decision.request,
             decision.action,
             decision.code,

@@ -8,10 +8,8 @@ from typing import Any
 
 import pytest
 
-import fake_wire as wire
 from chat.dialects.gemini_like import GeminiLike, from_chat, gemini_path, registered
 from dialect_fixtures import chat_agent_request, claude_code_request, codex_request
-from fake_wire import Reply, Usage
 from tomc import InvalidOptionError
 from tomc._gateway.settings import DEFAULT_UPSTREAMS, GatewaySettings
 from tomc.chat import AutomaticChatSession
@@ -26,6 +24,8 @@ from tomc.chat.dialects import (
     unregister_dialect,
 )
 from tomc.chat.dialects._wire import whole_prompt_usage
+from tomc.testing import wire
+from tomc.testing.wire import Reply, Usage
 
 CHAT, MESSAGES, RESPONSES = DIALECTS["chat"], DIALECTS["messages"], DIALECTS["responses"]
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

@@ -156,7 +156,8 @@ def test_an_over_window_conversation_is_compiled_and_stays_valid(fake):
     assert first == second  # the frozen memory is reused: the prefix stays cached
     decisions = gateway.status()["conversations"][0]["decisions"]
     assert decisions == {"compiled": 1, "reused": 1}
-    assert gateway.status()["tokens_saved"] > 0
+    shown = gateway.status()["conversations"][0]  # TOMC's own count, named as such
+    assert shown["tomc_tokens_before"] > shown["tomc_tokens_after"] > 0
 
 
 def test_codex_chatgpt_sign_in_goes_to_the_chatgpt_endpoint(fake):
@@ -418,3 +419,44 @@ def test_with_no_settings_a_claude_code_request_gets_the_agents_default_target(f
     decisions = gateway.status()["conversations"][0]
     assert decisions["context_target"] == default
     assert decisions["target_source"].startswith("claude default")
+
+
+def test_a_browsers_own_requests_are_answered_here_never_forwarded_nor_counted(fake, tmp_path):
+    settings = GatewaySettings(upstreams={"openai": fake.base_url, "anthropic": fake.anthropic_url})
+    gateway = Gateway(settings, home=tmp_path)  # with a usage ledger
+    app = create_gateway_app(settings, gateway=gateway)
+    with (
+        AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server,
+        httpx2.Client(trust_env=False) as http,
+    ):
+        base = server.url.rstrip("/")
+        page = http.get(f"{base}/status")  # what a browser opens, then it asks for the rest
+        asked = {
+            path: http.get(f"{base}{path}")
+            for path in (
+                "/favicon.ico",
+                "/apple-touch-icon.png",
+                "/apple-touch-icon-precomposed.png",
+                "/apple-touch-icon-180x180.png",
+                "/robots.txt",
+                "/.well-known/appspecific/com.chrome.devtools.json",
+            )
+        }
+        head = http.head(f"{base}/favicon.ico")
+        status = http.get(f"{base}/status.json").json()
+    assert page.status_code == 200
+    assert {path: answer.status_code for path, answer in asked.items()} == {
+        "/favicon.ico": 204,
+        "/apple-touch-icon.png": 204,
+        "/apple-touch-icon-precomposed.png": 204,
+        "/apple-touch-icon-180x180.png": 204,
+        "/robots.txt": 200,
+        "/.well-known/appspecific/com.chrome.devtools.json": 404,
+    }
+    assert "max-age" in asked["/favicon.ico"].headers["cache-control"]  # asked once a day
+    assert asked["/robots.txt"].text == "User-agent: *\nDisallow: /\n"
+    assert head.status_code == 204
+    assert fake.requests == []  # nothing went to the provider
+    assert (status["requests"], status["passthrough_paths"]) == (0, 0)
+    totals = status["traffic"]["totals"]
+    assert totals["requests"] == totals["upstream_error_count"] == totals["gateway_errors"] == 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from tomc._gateway.proxy.metering.ledger import LedgerEntry, UsageLedger, ledger
 from tomc._gateway.proxy.metering.usage import ANTHROPIC, OPENAI, ProviderUsage
 from tomc._gateway.settings import GatewaySettings, save_settings
 from tomc._http.server import AppServer
+from tomc.chat import AutomaticChatSession
 
 SECRET = "sk-ant-ledger-secret-77"
 OPENAI_SECRET = "sk-openai-ledger-secret-77"
@@ -383,3 +385,107 @@ def test_figures_of_a_tomc_run_gateway_remain_after_it_stops(fake, tmp_path):
 
 def test_openai_usage_billing_constant_matches():
     assert ProviderUsage(OPENAI, 2048, cache_read_tokens=1024).billed_input == 1024 + 102.4
+
+
+# ---------------------------------------------------------------------- the gateway's own errors
+
+
+@contextmanager
+def gateway_to_nowhere(home: Path) -> Iterator[tuple[str, Gateway, str]]:
+    """A gateway (with a usage ledger in ``home``) whose upstreams are a port nobody listens
+    on; yields its base URL, the gateway and that upstream."""
+    upstream = f"http://127.0.0.1:{free_port()}"
+    settings = GatewaySettings(upstreams={"anthropic": upstream, "openai": f"{upstream}/v1"})
+    gateway = Gateway(settings, home=home)
+    app = create_gateway_app(settings, gateway=gateway)
+    with AppServer(app, "127.0.0.1", 0, quiet=True, lifespan="on") as server:
+        yield server.url.rstrip("/"), gateway, upstream
+
+
+def test_the_gateways_own_502s_are_counted_per_conversation_and_in_total(tmp_path):
+    body = claude_code_request(2, thinking=False)
+    with gateway_to_nowhere(tmp_path) as (base, _, upstream):
+        for _ in range(2):
+            with pytest.raises(anthropic.InternalServerError) as raised:
+                claude(base).messages.create(**body)
+        with pytest.raises(openai.InternalServerError):
+            gpt(base).models.list()  # a path only forwarded: no conversation
+        status = status_json(base)
+    assert raised.value.status_code == 502
+    assert f"{upstream}/v1/messages" in raised.value.body["error"]["message"]
+    traffic = status["traffic"]
+    totals = traffic["totals"]
+    assert (totals["gateway_errors"], totals["gateway_error_kinds"]) == (3, {"unreachable": 3})
+    assert totals["upstream_error_count"] == 0  # the upstream never answered
+    assert (totals["requests"], totals["conversations"]) == (2, 1)
+    (conversation,) = traffic["conversations"]
+    assert conversation["conversation"].startswith("claude:ledger-session|")
+    assert conversation["gateway_errors"] == 2
+    assert conversation["gateway_error_kinds"] == {"unreachable": 2}
+    assert conversation["requests"] == 2 and conversation["tomc_tokens_after"] == 0  # none sent
+    (live,) = status["conversations"]
+    assert live["conversation"] == conversation["conversation"] and live["gateway_errors"] == 2
+    # What `tomc gateway status` reads once the gateway has stopped.
+    kept = read_traffic(tmp_path)
+    assert kept is not None and kept["totals"]["gateway_errors"] == 3
+    assert kept["conversations"][0]["gateway_errors"] == 2
+
+
+def test_a_failure_inside_tomc_is_a_gateway_error_of_its_conversation(fake, monkeypatch):
+    def explode(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("session bug")
+
+    monkeypatch.setattr(AutomaticChatSession, "prepare_request", explode)
+    body = claude_code_request(2, thinking=False)
+    with gateway_on(fake, None) as (base, _):
+        answer = claude(base).messages.create(**body)  # sent unchanged, answered upstream
+        status = status_json(base, 1)
+    assert answer.content
+    totals = status["traffic"]["totals"]
+    assert totals["gateway_error_kinds"] == {"tomc_failed": 1} and totals["requests"] == 1
+    (conversation,) = status["traffic"]["conversations"]
+    assert conversation["gateway_errors"] == 1 and conversation["requests_with_usage"] == 1
+    assert status["conversations"][0]["gateway_errors"] == 1
+
+
+def test_a_body_that_is_not_json_goes_out_unchanged_in_no_conversation(fake, tmp_path):
+    raw = b'{"model": "claude-opus-4-8", "messages": [ this is not JSON'
+    body = claude_code_request(2, thinking=False)
+    with (
+        gateway_on(fake, tmp_path) as (base, _),
+        httpx2.Client(trust_env=False) as http,
+    ):
+        refused = http.post(
+            f"{base}/v1/messages",
+            content=raw,
+            headers={"x-api-key": SECRET, "content-type": "application/json"},
+        )
+        claude(base).messages.create(**body)  # one real conversation beside it
+        status = status_json(base, 2, 1)
+    assert fake.requests[0].raw == raw  # relayed byte for byte
+    assert refused.status_code == 400  # the provider's own answer, passed on
+    traffic = status["traffic"]
+    names = [c["conversation"] for c in traffic["conversations"]]
+    assert len(names) == 1 and names[0].startswith("claude:ledger-session|")  # no nameless row
+    totals = traffic["totals"]
+    assert (totals["conversations"], totals["requests"]) == (1, 2)  # counted in the totals
+    assert totals["upstream_errors"] == {"400": 1} and totals["gateway_errors"] == 0
+    assert [c["conversation"] for c in status["conversations"]] == names
+    kept = read_traffic(tmp_path)
+    assert kept is not None and [c["conversation"] for c in kept["conversations"]] == names
+
+
+def test_a_file_from_before_gateway_errors_were_kept_reads_as_none(tmp_path):
+    ledger = UsageLedger(ledger_path(tmp_path))
+    ledger.record(entry())
+    ledger.close()
+    with sqlite3.connect(ledger_path(tmp_path)) as older:  # as an earlier TOMC left it
+        older.execute("DROP TABLE gateway_errors")
+    kept = read_traffic(tmp_path)  # `tomc gateway status` reads it without writing
+    assert kept is not None and kept["totals"]["gateway_errors"] == 0
+    assert kept["conversations"][0]["gateway_error_kinds"] == {}
+    again = UsageLedger(ledger_path(tmp_path))  # the gateway adds the table when it opens it
+    again.record(LedgerEntry.of_gateway_error("messages", entry().conversation, 502, "closed"))
+    assert again.flush(5)
+    assert again.traffic()["totals"]["gateway_error_kinds"] == {"closed": 1}
+    again.close()

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from gateway_helpers import LEDGER_T0 as T0
 from gateway_helpers import ledger_entry as entry
 from redis_server import RedisServer
-from tomc._gateway.proxy.metering.ledger import LedgerEntry, UsageLedger
+from tomc._gateway.proxy.metering.ledger import TOMC_FAILED, LedgerEntry, UsageLedger
 from tomc._gateway.proxy.metering.usage import ANTHROPIC, OPENAI, ProviderUsage
 from tomc._gateway.proxy.store import store_url
 from tomc._gateway.proxy.store.redis import RedisStateStore
@@ -168,21 +168,36 @@ def test_rows_are_limited_latest_first_and_the_totals_count_every_conversation(r
     assert_same(comparable(traffic), oracle(entries, limit=3))
 
 
+#: The gateway's own errors an entry may carry: none, TOMC failed (the upstream answered), or
+#: the gateway answered itself.
+_GATEWAY_ERRORS = ("", "", "", TOMC_FAILED, "unreachable", "closed", "timeout", "internal")
+
+
 @st.composite
 def entry_sequences(draw: st.DrawFn) -> list[LedgerEntry]:
     """Requests of a few conversations in three formats, strictly later one after another
-    (sometimes past the cache's lifetime), some refused upstream, some rewritten."""
+    (sometimes past the cache's lifetime), some refused upstream, some rewritten, some the
+    gateway's own errors (TOMC failing, or no upstream answer at all)."""
     at = T0
     entries = []
     for _ in range(draw(st.integers(1, 14))):
         at += draw(st.sampled_from([1, 7, 61, 301, 900]))
         api = draw(st.sampled_from(["messages", "chat", "responses", ""]))
         status = draw(st.sampled_from([200, 200, 200, 429, 500]))
+        failed = draw(st.sampled_from(_GATEWAY_ERRORS))
+        answered = failed in ("", TOMC_FAILED)  # else the gateway answered itself
+        if not answered:
+            status = 504 if failed == "timeout" else 502
         if api == "":
-            entries.append(LedgerEntry(at=at, api="", conversation="", status=max(status, 404)))
+            status = max(status, 404)
+            entries.append(
+                LedgerEntry(at=at, api="", conversation="", status=status, gateway_error=failed)
+            )
             continue
         before = draw(st.integers(1, 60_000))
         action = draw(st.sampled_from([None, "passthrough", "compiled", "reused"]))
+        if failed == TOMC_FAILED:
+            action = None  # no decision
         after = draw(st.integers(1, before)) if action in ("compiled", "reused") else before
         usage = None
         if status < 400:
@@ -201,6 +216,7 @@ def entry_sequences(draw: st.DrawFn) -> list[LedgerEntry]:
                 code=action, tokens_before=before if action else 0,
                 tokens_after=after if action else 0, usage=usage,
                 context_target=draw(st.none() | st.integers(1000, 200_000)),
+                gateway_error=failed,
             )
         )  # fmt: skip
     return entries
@@ -213,6 +229,31 @@ def test_any_sequence_of_entries_gives_the_figures_of_the_sqlite_ledger(
     url = f"{redis_server.url}?prefix=prop-{uuid.uuid4().hex[:12]}:"
     traffic = in_redis(url, feed(entries), processes=processes)
     assert_same(comparable(traffic), oracle(entries))
+
+
+def test_gateway_errors_and_requests_outside_a_conversation_match_the_sqlite_ledger(redis_url):
+    key = "claude:one|claude-opus-4-8"
+    entries = [
+        entry(conversation=key),
+        LedgerEntry.of_gateway_error("messages", key, 502, "unreachable", "claude-opus-4-8"),
+        LedgerEntry.of_gateway_error("messages", key, 502, "closed"),
+        LedgerEntry.of_gateway_error("", "", 502, "unreachable"),  # a path only forwarded
+        LedgerEntry.of_gateway_error("chat", "", 502, "internal"),
+        # A body TOMC could not read: counted in the totals, in no conversation.
+        entry(conversation="", at=T0 + 5, action=None, code=None, tokens_before=0,
+              tokens_after=0),
+        entry(conversation="", at=T0 + 6, status=400, usage=None, action=None, code=None),
+    ]  # fmt: skip
+    traffic = in_redis(redis_url, feed(entries))
+    expected = oracle(entries)
+    totals = expected["totals"]
+    assert totals["gateway_errors"] == 4
+    assert totals["gateway_error_kinds"] == {"closed": 1, "internal": 1, "unreachable": 2}
+    assert totals["upstream_errors"] == {"400": 1}  # the gateway's 502s are not the upstream's
+    assert (totals["requests"], totals["conversations"]) == (6, 1)
+    (row,) = expected["conversations"]
+    assert row["conversation"] == key and row["gateway_errors"] == 2 and row["requests"] == 3
+    assert_same(comparable(traffic), expected)
 
 
 # ---------------------------------------------------------------------- failing open

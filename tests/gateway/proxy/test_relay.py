@@ -1,6 +1,7 @@
 """What the relay puts on the wire: the client's headers and no others, the upstream's answer
-and no other, no cookie jar shared between clients, and no upstream request left running for a
-client that went away.
+and no other, no cookie jar shared between clients, no upstream request left running for a
+client that went away, and, when there is no answer to relay, the gateway's own error naming
+the upstream it tried and what went wrong (not reached, or the connection dropped).
 
 The wire checks use raw sockets on both sides (:mod:`raw_http`): a client library would add its
 own headers and hide repeated ones.
@@ -9,15 +10,21 @@ own headers and hide repeated ones.
 from __future__ import annotations
 
 import json
+import re
 import socket
+import struct
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import anyio
 import httpx2
 import openai
+import pytest
 
-from dialect_fixtures import claude_code_request
-from gateway_helpers import serve_gateway, wait_for
+from dialect_fixtures import chat_agent_request, claude_code_request
+from gateway_helpers import free_port, serve_gateway, wait_for
 from raw_http import UPSTREAM_DATE, RawUpstream, exchange, json_answer
 from tomc._gateway.proxy.metering.meter import UsageSniffer
 from tomc._gateway.proxy.relay import forward_headers, relay
@@ -301,3 +308,135 @@ def test_a_whole_answer_whose_body_stops_is_the_gateways_504_not_a_truncated_rel
     assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 504
     assert json.loads(sent[1]["body"])["error"]["type"] == "timeout_error"
     assert done == []  # the gateway answered itself; nothing relayed
+
+
+# ---- no answer to relay: the gateway's own error --------------------------------------------
+
+
+@contextmanager
+def dropping_upstream(reply: bytes = b"", *, reset: bool = False) -> Iterator[tuple[str, list]]:
+    """An upstream that accepts each connection, reads one whole request, sends ``reply``
+    (nothing by default) and closes the connection: with ``reset``, abortively (an RST, as a
+    crashed server or a load balancer that gave up sends). Yields its URL and the requests it
+    took."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    taken: list[bytes] = []
+    stopping = threading.Event()
+
+    def serve() -> None:
+        while not stopping.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(10)
+                data = b""
+                while b"\r\n\r\n" not in data and (chunk := conn.recv(65536)):
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+                while length and len(body) < int(length[1]) and (chunk := conn.recv(65536)):
+                    body += chunk
+                taken.append(head + b"\r\n\r\n" + body)
+                conn.sendall(reply)
+                if reset:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", taken
+    finally:
+        stopping.set()
+        thread.join(5)
+        listener.close()
+
+
+CLAUDE = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+
+
+def test_an_upstream_nobody_listens_on_gets_a_502_naming_the_url_in_the_clients_shape() -> None:
+    port = free_port()  # bound, then closed: nothing listens there
+    tried = f"http://127.0.0.1:{port}"
+    # Credentials in the configured URL and keys in the query never reach the client's eyes.
+    with (
+        serve_gateway(f"http://tomc:hunter2@127.0.0.1:{port}") as (server, _),
+        httpx2.Client(trust_env=False, timeout=30) as http,
+    ):
+        base = server.url.rstrip("/")
+        body = claude_code_request(2, thinking=False)
+        messages = http.post(f"{base}/v1/messages?beta=true&key=k1", json=body, headers=CLAUDE)
+        chat = http.post(
+            f"{base}/v1/chat/completions",
+            json=chat_agent_request(2),
+            headers={"authorization": "Bearer sk-test"},
+        )
+        counted = http.post(
+            f"{base}/v1/messages/count_tokens",
+            json={"model": body["model"], "messages": body["messages"]},
+            headers=CLAUDE,
+        )
+    assert (messages.status_code, chat.status_code, counted.status_code) == (502, 502, 502)
+    assert messages.json() == {
+        "type": "error",
+        "error": {
+            "type": "api_error",
+            "message": f"the gateway could not reach the upstream {tried}/v1/messages "
+            "(ConnectError)",
+        },
+    }
+    assert chat.json() == {
+        "error": {
+            "message": f"the gateway could not reach the upstream {tried}/v1/chat/completions "
+            "(ConnectError)",
+            "type": "api_error",
+            "param": None,
+            "code": None,
+        }
+    }
+    # A path only forwarded answers in the shape of the provider it goes to (Anthropic's).
+    assert counted.json()["type"] == "error"
+    assert f"{tried}/v1/messages/count_tokens" in counted.json()["error"]["message"]
+    for answer in (messages, chat, counted):
+        assert "hunter2" not in answer.text and "k1" not in answer.text
+
+
+@pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
+def test_an_upstream_that_drops_the_connection_is_told_apart_from_one_not_reached(reset) -> None:
+    with (
+        dropping_upstream(reset=reset) as (url, taken),
+        serve_gateway(url) as (server, gateway),
+        httpx2.Client(trust_env=False, timeout=30) as http,
+    ):
+        body = claude_code_request(2, thinking=False)
+        answer = http.post(f"{server.url.rstrip('/')}/v1/messages", json=body, headers=CLAUDE)
+        traffic = gateway.ledger.settled_traffic(20)
+    assert len(taken) == 1  # the upstream had the request
+    assert answer.status_code == 502
+    error = answer.json()["error"]
+    assert error["type"] == "api_error"
+    assert error["message"].startswith(
+        f"the upstream {url}/v1/messages closed the connection before answering ("
+    )
+    assert "could not reach" not in error["message"]
+    assert traffic["totals"]["gateway_error_kinds"] == {"closed": 1}
+    (conversation,) = traffic["conversations"]
+    assert conversation["gateway_errors"] == 1 and conversation["upstream_error_count"] == 0
+
+
+def test_an_upstream_that_drops_the_connection_mid_answer_is_said_so() -> None:
+    whole = json.dumps(ANSWER).encode()
+    cut = json_answer(whole)[: -len(whole) // 2]  # Content-Length says more than comes
+    with (
+        dropping_upstream(cut) as (url, _),
+        serve_gateway(url) as (server, _),
+        httpx2.Client(trust_env=False, timeout=30) as http,
+    ):
+        body = claude_code_request(2, thinking=False)
+        answer = http.post(f"{server.url.rstrip('/')}/v1/messages", json=body, headers=CLAUDE)
+    assert answer.status_code == 502
+    assert answer.json()["error"]["message"].startswith(
+        f"the upstream {url}/v1/messages closed the connection in the middle of its answer ("
+    )

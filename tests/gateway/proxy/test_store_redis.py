@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
 import redis
 
 from redis_server import RedisServer
@@ -258,3 +259,75 @@ def test_the_lease_is_kept_while_a_slow_snapshot_is_saved(redis_url):
         await two.close()
 
     run(work, url)
+
+
+# ---------------------------------------------------------------------- the connection pool
+
+
+def _store_clients(url: str) -> int:
+    """Connections the gateway's clients hold open to the server now."""
+    with redis.Redis.from_url(url.split("?", 1)[0]) as admin:
+        return sum(c.get("name") == "tomc-gateway" for c in admin.client_list())
+
+
+@pytest.mark.parametrize("options", ["&connections=4", ""], ids=["pool-of-4", "default-pool"])
+def test_a_burst_of_requests_beyond_the_pool_waits_for_connections_and_never_fails_open(
+    redis_url, caplog, options
+):
+    """The team benchmark's burst: 200 requests of 200 conversations at once on one process,
+    each leasing its conversation, saving it and counting its figures. A pool smaller than
+    the burst makes commands wait for a connection; none fails, so no request passes through."""
+    url = redis_url + options
+    before = _store_clients(url)
+
+    async def work(store: RedisStateStore) -> tuple[list[bool], int, dict[str, Any]]:
+        shared = SharedConversations(store, AutomaticChatSession, *_codec())
+
+        async def request(n: int) -> bool:
+            checkout = await shared.checkout(f"burst-{n}", "chat")
+            leased = checkout.conversation is not None
+            if checkout.conversation is not None:
+                checkout.conversation.requests += 1
+            await checkout.finish()
+            return leased
+
+        try:
+            with caplog.at_level("WARNING", logger="tomc.gateway"):
+                leased = await asyncio.gather(*(request(n) for n in range(200)))
+            opened = _store_clients(url) - before
+            status = await shared.status()
+        finally:
+            await shared.close()
+        assert shared.store.pool_exhausted == 0
+        return leased, opened, status
+
+    leased, opened, status = run(work, url)
+    assert all(leased)  # every request prepared: nothing passed through
+    assert status["session_store"]["outages"] == 0 and status["requests"] == 200
+    assert opened <= (4 if options else 64)  # the pool's size bounds the connections
+    assert "Too many connections" not in caplog.text and "unavailable" not in caplog.text
+
+
+def test_a_pool_too_small_for_the_load_says_so_once_and_fails_open(redis_url, caplog):
+    """One connection, held by two slow commands in turn (3 s) while requests wait for it at
+    most 2 s: they pass through unchanged, and one log line says the pool is too small."""
+    url = redis_url + "&connections=1&wait_s=0&timeout_s=2"
+
+    async def work(store: RedisStateStore) -> list[bool]:
+        shared = SharedConversations(store, AutomaticChatSession, *_codec())
+        slow = [
+            asyncio.ensure_future(store._call(lambda c: c.blpop(["tomc-test-nothing"], 1.5)))
+            for _ in range(2)
+        ]
+        await asyncio.sleep(0.1)  # both hold or wait for the only connection first
+        with caplog.at_level("WARNING", logger="tomc.gateway"):
+            checkouts = await asyncio.gather(*(shared.checkout(f"k{n}", "chat") for n in range(5)))
+        await asyncio.gather(*slow)
+        assert store.pool_exhausted == 5
+        return [checkout.conversation is None for checkout in checkouts]
+
+    assert all(run(work, url))  # passed through unchanged
+    lines = [r.getMessage() for r in caplog.records if "session store" in r.getMessage()]
+    assert len(lines) == 1, lines  # one line for the outage, not one per request
+    assert "the pool is too small for this load" in lines[0] and "connections=" in lines[0]
+    assert "Too many connections" not in caplog.text

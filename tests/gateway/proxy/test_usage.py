@@ -8,9 +8,7 @@ from typing import Any
 
 import pytest
 
-import fake_wire as wire
 from chat.dialects.gemini_like import registered
-from fake_wire import Reply, Usage
 from tomc._gateway.proxy.metering.meter import UsageSniffer
 from tomc._gateway.proxy.metering.usage import (
     ANTHROPIC,
@@ -23,6 +21,8 @@ from tomc._gateway.proxy.metering.usage import (
     usage_from_json,
 )
 from tomc.chat.dialects import DIALECTS
+from tomc.testing import wire
+from tomc.testing.wire import Reply, Usage
 
 USAGE = Usage(input_tokens=900, output_tokens=77, cache_write_tokens=100, cache_read_tokens=9000)
 MISMATCH = "prefix_binding_mismatch"

@@ -21,10 +21,11 @@ import redis
 
 from dialect_fixtures import chat_agent_request
 from fake_providers import FakeProvider
-from fake_wire import Reply
+from gateway_helpers import free_port
 from redis_server import RedisServer
 from team_gateways import GatewayProcess, team_gateways
 from tomc.chat._state import ConversationState
+from tomc.testing.wire import Reply
 
 TARGET = 20_000
 #: How the scenario's conversation is keyed by the gateway (``user``, then the model).
@@ -125,7 +126,8 @@ def test_round_robin_over_three_processes_sends_the_bytes_of_one(
     (conversation,) = status["conversations"]
     assert conversation["rebuilds"] == reference["conversation"]["rebuilds"]
     assert conversation["decisions"] == reference["conversation"]["decisions"]
-    assert conversation["tokens_saved"] == reference["conversation"]["tokens_saved"]
+    for name in ("tomc_tokens_before", "tomc_tokens_after"):
+        assert conversation[name] == reference["conversation"][name], name
     assert status["requests"] == 12
 
 
@@ -333,3 +335,36 @@ def test_workers_share_one_port_and_one_killed_is_replaced(tmp_path, fake, redis
         os.kill(pids.pop(), signal.SIGKILL)
         sent, status = run_conversation(fake, [gateway], bodies[:4])
     assert len(sent) == 4 and status["requests"] == 4
+
+
+def test_the_gateways_own_502s_are_counted_for_the_team(tmp_path, redis_url):
+    """Two processes on Redis whose upstream nobody listens on: each request gets a 502 naming
+    the URL tried, and every process's status counts them, per conversation and in total."""
+    upstream = f"http://127.0.0.1:{free_port()}"
+    body = conversation_bodies(1)[0]
+    auth = {"authorization": "Bearer sk-dev-7"}
+    nowhere = {"openai": f"{upstream}/v1", "anthropic": upstream}
+    with team_gateways(tmp_path, nowhere, redis_url, count=2) as gateways:
+        with httpx2.Client(trust_env=False, timeout=60) as http:
+            answers = [send(http, gateway.url, body) for gateway in gateways]
+            models = http.get(f"{gateways[0].url}/v1/models", headers=auth)
+        deadline = time.monotonic() + 20
+        while True:  # each process records its own, just after its answer
+            status = gateways[1].status()
+            traffic = status["traffic"]
+            if traffic and traffic["totals"]["gateway_errors"] >= 3 and status["conversations"]:
+                break
+            assert time.monotonic() < deadline, traffic
+            time.sleep(0.05)
+    for answer in [*answers, models]:
+        assert answer.status_code == 502
+        assert answer.json()["error"]["message"].startswith(
+            f"the gateway could not reach the upstream {upstream}/v1/"
+        )
+    totals = traffic["totals"]
+    assert totals["gateway_error_kinds"] == {"unreachable": 3}
+    assert totals["upstream_error_count"] == 0 and totals["requests"] == 2
+    (row,) = traffic["conversations"]
+    assert (row["conversation"], row["gateway_errors"], row["requests"]) == (KEY, 2, 2)
+    (live,) = status["conversations"]  # the store's figures, summed over both processes
+    assert (live["conversation"], live["gateway_errors"]) == (KEY, 2)

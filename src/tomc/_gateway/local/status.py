@@ -12,7 +12,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from ..agents.config_files import client_config_path, pointed_url, points_at_gat
 from ..agents.journal import load_record
 from ..health import gateway_root, loopback_port, probe
 from ..proxy.metering.ledger import ledger_path, read_traffic
+from ..proxy.metering.savings import METHOD_DOC, OWN_COUNT, UNITS, Savings, shown_traffic
 from ..settings import gateway_dir, load_settings
 from .leases import live_leases, read_run_gateway
 from .login import read_login_record
@@ -124,12 +125,22 @@ def _n(value: float | int) -> str:
     return f"{value:,.0f}"
 
 
-def _errors(errors: Mapping[str, int]) -> str:
-    return ", ".join(f"{status} x{count}" for status, count in errors.items()) or "none"
+def _counted(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} x{count}" for name, count in counts.items())
+
+
+def _errors(figures: Mapping[str, Any]) -> str:
+    """Upstream errors by status, and the gateway's own (a 502 when the upstream cannot be
+    reached, ...) by kind."""
+    upstream = figures.get("upstream_errors") or {}
+    kinds = figures.get("gateway_error_kinds") or {}
+    gateway = f"{figures.get('gateway_errors', 0):,}" + (f" ({_counted(kinds)})" if kinds else "")
+    return f"upstream errors: {_counted(upstream) or 'none'}; gateway errors: {gateway}"
 
 
 def _traffic_lines(traffic: Mapping[str, Any] | None) -> list[str]:
-    """The "traffic" section of the text status."""
+    """The "traffic" section of the text status: the one account of savings first, under the
+    status page's names (:class:`~tomc._gateway.proxy.metering.savings.Savings`)."""
     if traffic is None:
         return ["traffic: nothing recorded yet"]
     if traffic.get("problem"):
@@ -139,32 +150,29 @@ def _traffic_lines(traffic: Mapping[str, Any] | None) -> list[str]:
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(since)) if since else "-"
     lines = [
         f"traffic (since {when}; {traffic.get('ledger')}):",
+        f"  savings: {Savings.of(t).sentence()}",
+        f"    ({UNITS}; how the direct figure is estimated: {METHOD_DOC})",
         f"  {t['requests']:,} requests in {t['conversations']:,} conversations, "
-        f"{t['rewritten']:,} rewritten; TOMC's count {_n(t['tomc_tokens_before'])} -> "
-        f"{_n(t['tomc_tokens_after'])} tokens",
+        f"{t['rewritten']:,} rewritten; {OWN_COUNT} {_n(t['tomc_tokens_before'])} -> "
+        f"{_n(t['tomc_tokens_after'])} tokens (its estimate, not a bill)",
         f"  provider: {_n(t['prompt_tokens'])} prompt tokens ({_n(t['cache_read_tokens'])} "
         f"cache reads, {_n(t['cache_write_tokens'])} cache writes), "
         f"{_n(t['output_tokens'])} output, over {t['requests_with_usage']:,} answers",
-        f"  billed input {_n(t['billed_input'])} vs {_n(t['direct_input'])} estimated direct: "
-        f"{_n(t['billed_saved'])} saved ({t['billed_saved_share']:.0%}) "
-        "(uncached-input-token equivalents)",
-        f"  thinking blocks dropped: {t['thinking_dropped']:,}; "
-        f"upstream errors: {_errors(t['upstream_errors'])}",
+        f"  thinking blocks dropped: {t['thinking_dropped']:,}; {_errors(t)}",
     ]
     if traffic["conversations"]:
         lines.append(f"  last {len(traffic['conversations'])} conversations:")
     for c in traffic["conversations"]:
         lines.append(
             f"    {c['conversation']} ({c['api']}): {c['requests']:,} requests, "
-            f"{c['rewritten']:,} rewritten, billed {_n(c['billed_input'])} vs "
-            f"{_n(c['direct_input'])} direct, errors {_errors(c['upstream_errors'])}"
+            f"{c['rewritten']:,} rewritten; {Savings.of(c).sentence()}; {_errors(c)}"
         )
     return lines
 
 
 def _read_traffic(home: Path) -> Mapping[str, Any] | None:
-    try:
-        return read_traffic(home, limit=10)
+    try:  # as /status.json shows it (``--json``), with where the estimate is explained
+        return shown_traffic(read_traffic(home, limit=10))
     except (OSError, sqlite3.Error) as exc:
         return {"ledger": str(ledger_path(home)), "problem": f"{type(exc).__name__}: {exc}"}
 
@@ -211,12 +219,16 @@ def gateway_status(
     *,
     home: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    port: int | None = None,
 ) -> GatewayStatus:
-    """Read the state of the gateway, the agents' configurations, leases and login entry."""
+    """Read the state of the gateway, the agents' configurations, leases and login entry;
+    ``port`` is the gateway's (default: the saved setting)."""
     environ = os.environ if environ is None else environ
     home_path = Path(home).expanduser() if home is not None else default_home()
     folder = gateway_dir(home_path)
     settings = load_settings(home_path)
+    if port is not None:
+        settings = replace(settings, port=port)
     upstreams = {kind: settings.upstream(kind) for kind in settings.upstreams}
     clients = tuple(
         _client_status(client, folder, environ, settings.port, upstreams) for client in CLIENTS

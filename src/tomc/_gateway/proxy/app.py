@@ -5,9 +5,16 @@
 rewrites only old history (and only when the request would not fit, or the frozen memory is
 reused); every other path (``/v1/messages/count_tokens``, ``/v1/responses/compact``,
 ``/v1/models``, ...) is forwarded untouched. ``GET /healthz`` answers the launcher, ``GET
-/status`` and ``/status.json`` show each conversation's decisions, rebuilds and estimated
-savings, and the usage ledger's traffic (:mod:`tomc._gateway.proxy.metering.ledger`; never
-message text or credentials), and the inspector keeps its page and API.
+/status`` and ``/status.json`` show each conversation's decisions, rebuilds and TOMC's own
+counts, and the usage ledger's account of savings and traffic
+(:mod:`tomc._gateway.proxy.metering.ledger`; never message text or credentials), and the
+inspector keeps its page and API. What a browser asks for by itself (``/favicon.ico``,
+``/robots.txt``, ...: :func:`~.routing.browser_path`) is answered here, never forwarded nor
+counted.
+
+The gateway's own errors (the upstream not reached, a dropped connection, no answer in time, a
+failure inside) are counted in the conversation's figures and in the usage ledger
+(``gateway_errors``), apart from the errors the upstream answered.
 
 Conversations live in a session store (:mod:`tomc._gateway.proxy.store`): this process's
 memory, or a store shared by every gateway process. Beyond loopback the status page and the
@@ -33,7 +40,7 @@ import httpx2
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope
 
@@ -46,14 +53,23 @@ from ...web._app import inspector_routes, misdirected
 from ..agents.limits import agent_defaults
 from ..settings import GatewaySettings
 from .access import StatusAccess
-from .exchange import read_exchange
+from .exchange import Exchange, read_exchange
 from .live_settings import LiveSettings
-from .metering.ledger import Ledger, UsageLedger, ledger_path
+from .metering.ledger import Ledger, LedgerEntry, UsageLedger, ledger_path
 from .metering.meter import Meter
+from .metering.savings import shown_live, shown_traffic
 from .options import SESSION_OPTIONS, TARGET_HEADER, THINKING_HEADER, RequestOptions, new_session
-from .relay import client_gone, error_response, forward_headers, relay, upstream_client
+from .relay import (
+    FailedRelay,
+    RelayFailure,
+    client_gone,
+    error_response,
+    forward_headers,
+    relay,
+    upstream_client,
+)
 from .rewrite import MAX_REWRITE_BYTES, prepare
-from .routing import api_for_path
+from .routing import api_for_path, browser_path, error_api
 from .status_page import render_status_page
 from .store import Conversations, StoreURL, open_conversations, store_url
 from .store.memory import LocalConversations, MemorySessionStore, SessionStore
@@ -79,6 +95,10 @@ _ORIGINS_WHY = (
     "the gateway answers web pages only from origins allowed with `tomc gateway serve "
     '--allow-origin ORIGIN` or "allow_origins" in its settings.json'
 )
+#: The gateway error of a failure inside the gateway that left a request unanswered upstream.
+INTERNAL_ERROR = "internal"
+#: A browser asks for the site's icon on every page view unless told it may keep the answer.
+_BROWSER_CACHE = {"cache-control": "public, max-age=86400"}
 
 
 class Gateway:
@@ -182,13 +202,46 @@ class Gateway:
             url=exchange.url,
             headers=forward_headers(exchange.items, rewrite.headers),
             body=rewrite.body,
-            api=exchange.api,
+            api=exchange.answers,
             sniffer=meter.sniffer,
             on_done=meter.done,
             disconnected=partial(client_gone, request.receive),
         )
+        if isinstance(response, FailedRelay):
+            self._count_failure(exchange, meter, response.failure)
         meter.relayed(response)
         return response
+
+    def _count_failure(self, exchange: Exchange, meter: Meter, failure: RelayFailure) -> None:
+        """No upstream answer to relay (the gateway answered itself): one of the gateway's own
+        errors, in the conversation's figures (before the meter hands it back) and the ledger.
+        The meter records nothing then: nothing was relayed."""
+        conversation, decision = meter.conversation, meter.decision
+        if conversation is not None and meter.checkout is not None:
+            conversation.note_gateway_error()
+            meter.checkout.changed()
+        entry = LedgerEntry.of_gateway_error(
+            exchange.api or "",
+            conversation.key if conversation is not None else "",
+            failure.status,
+            failure.kind,
+            decision.model if decision is not None else "",
+        )
+        self._record(entry)
+
+    def count_internal_error(self, method: str, path: str) -> None:
+        """A failure inside the gateway left a request unanswered upstream (it got a 502): one of
+        the gateway's own errors, outside any conversation (where it failed is unknown)."""
+        api = api_for_path(path) if method == "POST" else None
+        self._record(LedgerEntry.of_gateway_error(api or "", "", 502, INTERNAL_ERROR))
+
+    def _record(self, entry: LedgerEntry) -> None:
+        """Hand ``entry`` to the ledger; only bookkeeping, so never raises (the client is
+        answered all the same)."""
+        try:
+            self.ledger.record(entry)
+        except Exception as exc:
+            logger.warning("usage not recorded (%s: %s)", type(exc).__name__, exc)
 
     # ---------------------------------------------------------------- status
 
@@ -230,14 +283,24 @@ class Gateway:
                 else self.settings.context_target
             ),
             "agent_defaults": agent_defaults(),
-            **live,
+            **shown_live(live),  # one account of savings: the ledger's (see .metering.savings)
             "this_process": {
                 "pid": os.getpid(),
                 "requests": self.requests,
                 "passthrough_paths": self.passthrough_paths,
             },
-            "traffic": traffic,
+            "traffic": shown_traffic(traffic),
         }
+
+
+def _browser_answer(path: str) -> Response:
+    """The gateway's own answer to a browser's request of ``path`` (:func:`browser_path`): no
+    icon (204, kept a day), a robots.txt that keeps crawlers out, nothing else (404)."""
+    if path == "/robots.txt":
+        return PlainTextResponse("User-agent: *\nDisallow: /\n", headers=_BROWSER_CACHE)
+    if path.endswith((".ico", ".png")):
+        return Response(status_code=204, headers=_BROWSER_CACHE)
+    return Response(status_code=404)
 
 
 def create_gateway_app(
@@ -279,16 +342,23 @@ def create_gateway_app(
         return HTMLResponse(render_status_page(await status()))
 
     async def proxy(request: Request) -> Response:
+        path = request.url.path
+        if browser_path(path):  # a browser's own request, not an agent's: never forwarded
+            return _browser_answer(path)
         try:
             return await gateway.proxy(request)
         except ClientDisconnect:  # gone while sending its body: nobody to answer
-            logger.info("client left while sending %s %s", request.method, request.url.path)
+            logger.info("client left while sending %s %s", request.method, path)
             return Response(status_code=499)
         except Exception as exc:  # the last line of defence: answer in the client's shape
-            logger.error("gateway error on %s %s", request.method, request.url.path, exc_info=exc)
-            api = api_for_path(request.url.path)
+            logger.error("gateway error on %s %s", request.method, path, exc_info=exc)
+            gateway.count_internal_error(request.method, path)
+            headers = {name.lower(): value for name, value in request.headers.items()}
             return error_response(
-                api, 502, f"TOMC gateway error ({type(exc).__name__})", "api_error"
+                error_api(path, headers),
+                502,
+                f"TOMC gateway error ({type(exc).__name__})",
+                "api_error",
             )
 
     def allowed_origins() -> tuple[str, ...]:

@@ -34,6 +34,9 @@ class ConversationRecord:
     codes: Counter = field(default_factory=Counter)
     tokens_before: int = 0
     tokens_after: int = 0
+    #: Requests the gateway failed on (shown as ``gateway_errors``): TOMC failed preparing one
+    #: (it went out unchanged), or the gateway answered one itself with an error (the upstream
+    #: not reached, the connection dropped, no answer in time). At most one per request.
     failures: int = 0
     last_model: str = ""
     last_code: str = ""
@@ -61,6 +64,12 @@ class ConversationRecord:
         self.last_model = decision.model
         self.last_code = decision.code
         self.context_target = getattr(decision, "context_target", None)
+
+    def note_gateway_error(self) -> None:
+        """The gateway answered the latest request itself with an error (:meth:`record` ran
+        for it): counted, unless TOMC had already failed on that request."""
+        if self.last_decision is not None:
+            self.failures += 1
 
     def note_usage(self, usage: ProviderUsage) -> None:
         """The provider's side of the latest request: what it counted, read from its cache,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from ...chat.dialects import Dialect
+from ...chat.dialects import DEFAULT_DIALECT, Dialect
 from ..settings import GatewaySettings
 from .options import OWN_PREFIX, RequestOptions
 from .routing import compaction_dialect, route_request
@@ -28,7 +28,8 @@ class Exchange:
 
     ``dialect`` is set for a ``POST`` the gateway may rewrite; ``compaction`` for a ``POST`` to a
     format's own compaction endpoint (``/v1/responses/compact``), which goes out unchanged and
-    tells the conversation's session that the agent compacted.
+    tells the conversation's session that the agent compacted. ``answers`` names the format
+    whose provider gets the request: the gateway's own error answers take its shape.
     """
 
     method: str
@@ -42,6 +43,7 @@ class Exchange:
     body: bytes
     dialect: Dialect | None = None
     compaction: Dialect | None = None
+    answers: str = DEFAULT_DIALECT
 
     @property
     def api(self) -> str | None:
@@ -71,4 +73,5 @@ async def read_exchange(request: Request, settings: GatewaySettings) -> Exchange
         body=body,
         dialect=dialect,
         compaction=compaction_dialect(path) if post else None,
+        answers=route.answers,
     )

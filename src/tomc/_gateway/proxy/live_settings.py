@@ -7,10 +7,9 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
-from ..settings import SETTINGS_FILE, GatewaySettings, gateway_dir, load_settings
+from ..settings import SETTINGS_FILE, GatewaySettings, gateway_dir, load_settings, with_options
 
 __all__ = ["LiveSettings"]
 
@@ -57,6 +56,6 @@ class LiveSettings:
         except Exception as exc:  # keep serving with what worked
             logger.warning("gateway settings not reloaded: %s", exc)
             return self.current
-        self.current = replace(fresh, **{**self._pinned, "port": self.current.port})
+        self.current = with_options(fresh, {**self._pinned, "port": self.current.port})
         logger.info("gateway settings reloaded: upstreams %s", dict(self.current.upstreams))
         return self.current

@@ -8,6 +8,7 @@ gives the context target that follows for it.
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,10 +49,37 @@ def new_session() -> AutomaticChatSession:
     return AutomaticChatSession(options=SESSION_OPTIONS)
 
 
+#: Set while the warm-up's throwaway sessions run (in the warm-up's own thread only).
+_WARMING: ContextVar[bool] = ContextVar("tomc_warming_up", default=False)
+
+
+class _WarmUpMark(logging.Filter):
+    """Prefixes ``warm-up:`` to the session's log lines of the warm-up: at ``--verbose`` they
+    would otherwise read like the first real requests, with their own "so far" figures."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _WARMING.get():
+            record.msg = f"warm-up: {record.msg}"
+        return True
+
+
+_WARM_UP_MARK = _WarmUpMark()
+
+
 def warm_up() -> list[str]:
     """Load what a process's first request would otherwise wait for (the BPE vocabulary, about
     0.3 s, and the compiler's modules): a throwaway session compiles one small request in each
-    format; returns their decision codes. Never raises: warming is only an optimisation."""
+    format; returns their decision codes. Never raises: warming is only an optimisation. Its
+    sessions' log lines start with ``warm-up:``."""
+    logging.getLogger("tomc.chat").addFilter(_WARM_UP_MARK)  # once: the same filter is kept
+    warming = _WARMING.set(True)
+    try:
+        return _warm_up()
+    finally:
+        _WARMING.reset(warming)
+
+
+def _warm_up() -> list[str]:
     step = "line {k}: retries = {k} in src/service/module.py\n" * 40
     history = [{"role": "user", "content": "Fix the retry bug in src/service/module.py."}]
     for k in range(6):

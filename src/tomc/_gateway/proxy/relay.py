@@ -6,16 +6,20 @@ and ``content-length`` is set for the body actually sent. Nothing of the HTTP cl
 added: no ``Accept``, ``Accept-Encoding`` or ``User-Agent`` the client did not send, and no
 cookie (the shared client keeps none, so one user's cookies never reach another's requests).
 The upstream's status, headers and body come back as they are: raw bytes, unbuffered (a stream
-is relayed event by event), with its errors untouched. When the upstream cannot be reached the
-gateway answers itself, in the error shape of the API the client speaks. A client that goes
-away cancels the upstream request, before its answer began or mid-stream.
+is relayed event by event), with its errors untouched. When there is no answer to relay the
+gateway answers itself (a :class:`FailedRelay`), in the error shape of the API the client
+speaks, naming the upstream URL it tried and what went wrong: it could not be reached (502), it
+closed the connection before answering (502), or it did not answer in time (504). A client that
+goes away cancels the upstream request, before its answer began or mid-stream.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from http.cookiejar import CookieJar, DefaultCookiePolicy
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import httpx2
@@ -30,12 +34,16 @@ from .metering.usage import MAX_SNIFF_BYTES
 __all__ = [
     "HOP_BY_HOP",
     "UPSTREAM_LIMITS",
+    "FailedRelay",
+    "RelayFailure",
     "client_gone",
     "error_response",
     "forward_headers",
     "no_cookies",
     "relay",
+    "relay_failure",
     "response_headers",
+    "shown_url",
     "upstream_client",
 ]
 
@@ -115,11 +123,40 @@ def response_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]
     return [(name, value) for name, value in items if name.lower() not in drop]
 
 
-def error_response(api: str | None, status: int, message: str, kind: str) -> Response:
-    """An error the gateway itself raises, in the shape the client's SDK parses: its format's
-    error body (the default format's for a path no format serves)."""
+def error_body(api: str | None, status: int, message: str, kind: str) -> dict[str, object]:
+    """An error the gateway itself raises, as the client's SDK parses it: its format's error
+    body (the default format's for a name no format has)."""
     dialect = DIALECTS.get(api or DEFAULT_DIALECT) or DIALECTS[DEFAULT_DIALECT]
-    return JSONResponse(dialect.error_body(status, message, kind), status_code=status)
+    return dialect.error_body(status, message, kind)
+
+
+def error_response(api: str | None, status: int, message: str, kind: str) -> Response:
+    """:func:`error_body` as a response."""
+    return JSONResponse(error_body(api, status, message, kind), status_code=status)
+
+
+@dataclass(frozen=True)
+class RelayFailure:
+    """Why the gateway answered a request itself: ``kind`` is ``unreachable`` (no connection
+    to the upstream), ``closed`` (the upstream took the request and dropped the connection
+    before its answer was complete) or ``timeout``; ``url`` the upstream URL tried, without its
+    query string or credentials."""
+
+    kind: str
+    status: int
+    message: str
+    url: str
+
+
+class FailedRelay(JSONResponse):
+    """The gateway's own error answer when there was no upstream answer to relay; ``failure``
+    says why (the gateway counts it as one of its own errors)."""
+
+    def __init__(self, api: str | None, failure: RelayFailure) -> None:
+        error_type = "timeout_error" if failure.kind == "timeout" else "api_error"
+        body = error_body(api, failure.status, failure.message, error_type)
+        super().__init__(body, status_code=failure.status)
+        self.failure = failure
 
 
 async def relay(
@@ -136,9 +173,11 @@ async def relay(
 ) -> Response:
     """Send the request and answer with the upstream's response as it arrives.
 
-    ``on_done(prompt_tokens, status)`` runs once the body has been relayed (or the client left).
-    ``disconnected()`` returns when the client has gone (:func:`client_gone`); if that happens
-    before the upstream's answer begins, the upstream request is cancelled.
+    ``on_done(prompt_tokens, status)`` runs once the body has been relayed (or the client left);
+    not when the gateway answers itself (a :class:`FailedRelay`). ``disconnected()`` returns
+    when the client has gone (:func:`client_gone`); if that happens before the upstream's answer
+    begins, the upstream request is cancelled. ``api`` is the format whose error shape the
+    gateway's own answers take.
     """
     # Built by hand, not with client.build_request: that would add the client's default
     # headers (Accept, Accept-Encoding, User-Agent) and its cookies.
@@ -149,7 +188,7 @@ async def relay(
         return _broken_answer(api, method, url, exc)
     if upstream is None:
         logger.info(
-            "client left before the upstream answered: %s %s cancelled", method, _safe_url(url)
+            "client left before the upstream answered: %s %s cancelled", method, shown_url(url)
         )
         return Response(status_code=499)  # nobody reads it
     if sniffer is not None:
@@ -167,7 +206,7 @@ async def relay(
             await _read_head(chunks, sniffer, head)
         except (httpx2.TimeoutException, httpx2.TransportError) as exc:
             await upstream.aclose()
-            return _broken_answer(api, method, url, exc)
+            return _broken_answer(api, method, url, exc, answering=True)
 
     closed = False
 
@@ -227,15 +266,47 @@ class _RelayResponse(StreamingResponse):
                 await self._on_close()
 
 
-def _broken_answer(api: str | None, method: str, url: str, exc: Exception) -> Response:
-    """The gateway's own answer when the upstream timed out or could not be reached."""
+#: Failures before the request reached the upstream (no connection, or a request the HTTP
+#: client refused to send); any other transport error happened on a connection the upstream
+#: had accepted.
+_NOT_CONNECTED = (
+    httpx2.ConnectError,
+    httpx2.UnsupportedProtocol,
+    httpx2.ProxyError,
+    httpx2.LocalProtocolError,
+)
+
+
+def relay_failure(exc: Exception, url: str, *, answering: bool = False) -> RelayFailure:
+    """What a transport error means to the client, worded to tell a wrong or down upstream
+    (nothing listens there) from one that took the request and dropped it; ``answering``: the
+    upstream's headers had come, its body had not all come."""
+    shown = shown_url(url)
+    name = type(exc).__name__
+    if isinstance(exc, httpx2.ConnectTimeout):
+        return RelayFailure(
+            "timeout", 504, f"the gateway could not connect to the upstream {shown} in time", shown
+        )
     if isinstance(exc, httpx2.TimeoutException):
-        logger.warning("upstream timed out: %s %s", method, _safe_url(url))
-        return error_response(api, 504, "the upstream did not answer in time", "timeout_error")
-    logger.warning("upstream unreachable: %s %s (%s)", method, _safe_url(url), type(exc).__name__)
-    return error_response(
-        api, 502, f"the gateway could not reach the upstream ({type(exc).__name__})", "api_error"
+        return RelayFailure("timeout", 504, f"the upstream {shown} did not answer in time", shown)
+    if isinstance(exc, _NOT_CONNECTED):
+        return RelayFailure(
+            "unreachable", 502, f"the gateway could not reach the upstream {shown} ({name})", shown
+        )
+    when = "in the middle of its answer" if answering else "before answering"
+    return RelayFailure(
+        "closed", 502, f"the upstream {shown} closed the connection {when} ({name})", shown
     )
+
+
+def _broken_answer(
+    api: str | None, method: str, url: str, exc: Exception, *, answering: bool = False
+) -> FailedRelay:
+    """The gateway's own answer when the upstream could not be reached, dropped the
+    connection, or timed out."""
+    failure = relay_failure(exc, url, answering=answering)
+    logger.warning("%s (%s)", failure.message, method)
+    return FailedRelay(api, failure)
 
 
 async def _read_head(
@@ -252,9 +323,15 @@ async def _read_head(
             return
 
 
-def _safe_url(url: str) -> str:
-    """The URL without its query string (it can carry keys)."""
-    return url.split("?", 1)[0]
+def shown_url(url: str) -> str:
+    """The URL as the gateway shows it to a client or a log: without its query string (it can
+    carry keys) and without credentials in it."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split("?", 1)[0].rpartition("@")[2]
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def no_cookies() -> CookieJar:

@@ -13,12 +13,17 @@ Every answer comes from the dialect registry (:data:`tomc.chat.dialects.DIALECTS
   stays the same for the whole conversation (the format's conversation seed: instructions and
   first user turn), and by the model, so a side request to a small model under the same session
   is kept apart.
+
+What a browser asks any site for on its own (``/favicon.ico``, ``/robots.txt``, Apple's touch
+icons, Chrome DevTools' probe) is no API request: :func:`browser_path` names those paths, which
+the gateway answers itself and never forwards.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,11 +34,13 @@ from ..settings import GatewaySettings
 __all__ = [
     "UpstreamRoute",
     "api_for_path",
+    "browser_path",
     "compaction_api",
     "compaction_dialect",
     "conversation_key",
     "conversation_of",
     "dialect_for_path",
+    "error_api",
     "request_view",
     "route_request",
     "wire_body",
@@ -43,12 +50,29 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class UpstreamRoute:
     """Where one request goes: the upstream kind, the full URL, and the dialect if rewritten
-    (``api`` is its name)."""
+    (``api`` is its name); ``answers`` names the format whose provider gets it (the dialect's,
+    or the one that owns a path only forwarded), whose error shape the gateway's own answers
+    take."""
 
     kind: str
     url: str
     api: str | None
     dialect: Dialect | None = field(default=None, compare=False, repr=False)
+    answers: str = DEFAULT_DIALECT
+
+
+#: Paths a browser asks for by itself: the site's icon (``/favicon.ico``, Apple's
+#: ``/apple-touch-icon[-WxH][-precomposed].png``), ``/robots.txt``, and the file Chrome's
+#: developer tools look for. No provider serves an API there.
+_BROWSER_PATHS = re.compile(
+    r"/(favicon\.ico|robots\.txt|apple-touch-icon[-\w]*\.png"
+    r"|\.well-known/appspecific/com\.chrome\.devtools\.json)"
+)
+
+
+def browser_path(path: str) -> bool:
+    """Whether ``path`` is one a browser asks for by itself (see the module docstring)."""
+    return _BROWSER_PATHS.fullmatch(path) is not None
 
 
 def _dialect(api: str | Dialect) -> Dialect:
@@ -83,6 +107,12 @@ def _owner(path: str, headers: Mapping[str, str]) -> Dialect:
     return next(owners, DIALECTS[DEFAULT_DIALECT])
 
 
+def error_api(path: str, headers: Mapping[str, str]) -> str:
+    """The format whose provider a request on ``path`` goes to (``headers``: lower-cased
+    names), whose error shape the client's SDK parses: ``count_tokens`` gets Anthropic's."""
+    return (dialect_for_path(path) or _owner(path, headers)).name
+
+
 def route_request(
     path: str, query: str, headers: Mapping[str, str], settings: GatewaySettings
 ) -> UpstreamRoute:
@@ -92,11 +122,13 @@ def route_request(
     carries itself (OpenAI's ``/v1``; Anthropic's base URL has none).
     """
     served = dialect_for_path(path)
-    upstream = (served or _owner(path, headers)).upstream(headers)
+    answering = served or _owner(path, headers)
+    upstream = answering.upstream(headers)
     url = upstream.join(settings.upstream(upstream.kind), path)
     if query:
         url = f"{url}?{query}"
-    return UpstreamRoute(upstream.kind, url, served.name if served else None, served)
+    api = served.name if served else None
+    return UpstreamRoute(upstream.kind, url, api, served, answering.name)
 
 
 def request_view(api: str | Dialect, path: str, body: dict[str, Any]) -> dict[str, Any]:

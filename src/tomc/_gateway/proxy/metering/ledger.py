@@ -11,7 +11,17 @@ never message text, headers or credentials:
   prompt and its time, whether the conversation used the cache at all);
 - ``errors``: every upstream 4xx/5xx status, counted per conversation (``""`` for requests
   outside a conversation, such as ``count_tokens``);
+- ``gateway_errors``: the gateway's own errors, counted per conversation (``""`` likewise) and
+  kind: the gateway answered a request itself because the upstream could not be reached
+  (``unreachable``), closed the connection (``closed``) or did not answer in time
+  (``timeout``), or failed inside (``internal``); or TOMC failed preparing a request and sent
+  it unchanged (``tomc_failed``). Shown as ``gateway_errors`` (their number) and
+  ``gateway_error_kinds`` (by kind), in the totals and per conversation;
 - ``minutes``: billed and direct input per minute, for the chart.
+
+A request on a format's path that TOMC could not read (its body not JSON, or compressed) has no
+conversation: its figures count in the totals (the ``conversations`` row keyed ``""``, which is
+never listed or counted as a conversation).
 
 The gateway must never fail or slow a request for it: :meth:`UsageLedger.record` only queues
 the figures (a bounded queue; when full they are dropped), one writer thread stores them in a
@@ -48,6 +58,7 @@ from .usage import ProviderUsage, estimate_direct
 # thing to its users (the gateway app, ``tomc gateway status``).
 __all__ = [
     "LEDGER_FILE",
+    "TOMC_FAILED",
     "Billing",
     "Ledger",
     "LedgerEntry",
@@ -62,6 +73,8 @@ logger = logging.getLogger("tomc.gateway")
 
 _QUEUE_LIMIT = 10_000
 _REWRITTEN = ("compiled", "reused")
+#: The gateway error of a request TOMC failed to prepare (sent unchanged, answered upstream).
+TOMC_FAILED = "tomc_failed"
 
 
 @dataclass(frozen=True)
@@ -69,9 +82,12 @@ class LedgerEntry:
     """One finished request, as the ledger keeps it: figures only.
 
     ``api`` is the dialect (``messages``, ``responses``, ``chat``) or ``""`` for a path the
-    gateway only forwards (those count only towards upstream errors); ``conversation`` is the
-    conversation key (``""`` when TOMC could not read the request). ``action``, ``code`` and the
-    token estimates come from the session's decision, when there was one.
+    gateway only forwards (those count only towards upstream and gateway errors);
+    ``conversation`` is the conversation key (``""`` when TOMC could not read the request).
+    ``action``, ``code`` and the token estimates come from the session's decision, when there
+    was one. ``gateway_error`` is the kind of the gateway's own error on the request (``""``:
+    none; see the module docstring); when the gateway answered the request itself, ``status``
+    is its own answer's, not an upstream's.
     """
 
     at: float
@@ -85,19 +101,28 @@ class LedgerEntry:
     tokens_after: int = 0
     usage: ProviderUsage | None = None
     context_target: int | None = None
+    gateway_error: str = ""
 
     @property
     def rewritten(self) -> bool:
         return self.action in _REWRITTEN
+
+    @property
+    def upstream_error(self) -> bool:
+        """Whether ``status`` is an error the upstream answered (not one of the gateway's)."""
+        return self.status >= 400 and self.gateway_error in ("", TOMC_FAILED)
 
     @classmethod
     def of_request(
         cls, api: str, conversation: str, status: int, decision: Any, usage: ProviderUsage | None
     ) -> LedgerEntry:
         """A request finished now, with its session's ``decision`` (a
-        :class:`~tomc.chat.Decision`, ``None`` when there was none)."""
+        :class:`~tomc.chat.Decision`, ``None`` when there was none). A request in a
+        conversation without a decision is one TOMC failed to prepare (the session raised; the
+        request went out unchanged): one of the gateway's errors, :data:`TOMC_FAILED`."""
         if decision is None:
-            return cls(time.time(), api, conversation, status, usage=usage)
+            failed = TOMC_FAILED if api and conversation else ""
+            return cls(time.time(), api, conversation, status, usage=usage, gateway_error=failed)
         return cls(
             at=time.time(),
             api=api,
@@ -111,6 +136,14 @@ class LedgerEntry:
             usage=usage,
             context_target=decision.context_target,
         )
+
+    @classmethod
+    def of_gateway_error(
+        cls, api: str, conversation: str, status: int, kind: str, model: str = ""
+    ) -> LedgerEntry:
+        """A request the gateway answered now with an error of its own (``kind``: why): it
+        counts as a request of its conversation, with nothing sent or billed."""
+        return cls(time.time(), api, conversation, status, model=model, gateway_error=kind)
 
 
 class Ledger(Protocol):
@@ -299,11 +332,17 @@ class UsageLedger:
 
 
 def _store(connection: sqlite3.Connection, entry: LedgerEntry) -> None:
-    if entry.status >= 400:
+    if entry.upstream_error:
         connection.execute(
             "INSERT INTO errors (conversation, status, count) VALUES (?, ?, 1) "
             "ON CONFLICT (conversation, status) DO UPDATE SET count = count + 1",
             (entry.conversation, entry.status),
+        )
+    if entry.gateway_error:
+        connection.execute(
+            "INSERT INTO gateway_errors (conversation, kind, count) VALUES (?, ?, 1) "
+            "ON CONFLICT (conversation, kind) DO UPDATE SET count = count + 1",
+            (entry.conversation, entry.gateway_error),
         )
     if not entry.api:
         return
@@ -398,6 +437,8 @@ def entry_sums(entry: LedgerEntry, billing: Billing) -> tuple[int | float, ...]:
 
 
 def _billing(connection: sqlite3.Connection, entry: LedgerEntry) -> Billing:
+    if not entry.conversation:  # requests outside any conversation: no previous one to follow
+        return bill(entry, None, None, False)
     row = connection.execute(
         "SELECT last_direct_prompt, last_direct_at, caching_seen FROM conversations WHERE key = ?",
         (entry.conversation,),

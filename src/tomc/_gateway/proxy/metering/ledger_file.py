@@ -1,7 +1,9 @@
 """The usage ledger's SQLite file: where it lives, its schema, and opening it.
 
 ``<TOMC home>/gateway/usage.sqlite3``: folder 0700, file 0600, WAL journal. A file written by a
-newer TOMC (a higher ``user_version``) is refused rather than misread.
+newer TOMC (a higher ``user_version``) is refused rather than misread. A table added since a
+file was made (``gateway_errors``) is created when the gateway opens it; older TOMCs leave it
+alone, so the schema version stays.
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ CREATE TABLE IF NOT EXISTS errors (
     status INTEGER NOT NULL,
     count INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (conversation, status)
+);
+CREATE TABLE IF NOT EXISTS gateway_errors (
+    conversation TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    count INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (conversation, kind)
 );
 CREATE TABLE IF NOT EXISTS minutes (
     minute INTEGER PRIMARY KEY,

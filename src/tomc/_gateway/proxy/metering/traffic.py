@@ -19,6 +19,7 @@ __all__ = [
     "empty_figures",
     "errors_of",
     "figures",
+    "gateway_errors_of",
     "read_traffic",
     "series_of",
     "traffic",
@@ -47,8 +48,16 @@ def empty_figures() -> dict[str, Any]:
     return figures(dict.fromkeys(SUMS, 0), {})
 
 
-def figures(row: Any, errors: dict[str, int]) -> dict[str, Any]:
-    """One row of summed figures (``SUMS``, by name) and its upstream errors, as shown."""
+def figures(
+    row: Any, errors: dict[str, int], gateway_errors: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """One row of summed figures (``SUMS``, by name), its upstream errors and the gateway's own
+    errors (by kind), as shown.
+
+    The account of savings is ``billed_input`` against ``direct_input`` (an estimate) and their
+    difference (:mod:`.savings`); ``tomc_tokens_before`` / ``tomc_tokens_after`` are TOMC's own
+    count, not a bill, so no "saved" figure is derived from them."""
+    gateway_errors = gateway_errors or {}
     billed = float(row["billed_input"] or 0.0)
     direct = float(row["direct_input"] or 0.0)
     before, after = int(row["tokens_before"] or 0), int(row["tokens_after"] or 0)
@@ -58,7 +67,6 @@ def figures(row: Any, errors: dict[str, int]) -> dict[str, Any]:
         "requests_with_usage": int(row["with_usage"] or 0),
         "tomc_tokens_before": before,
         "tomc_tokens_after": after,
-        "tomc_tokens_saved": before - after,
         "prompt_tokens": int(row["prompt_tokens"] or 0),
         "cache_read_tokens": int(row["cache_read_tokens"] or 0),
         "cache_write_tokens": int(row["cache_write_tokens"] or 0),
@@ -70,12 +78,35 @@ def figures(row: Any, errors: dict[str, int]) -> dict[str, Any]:
         "thinking_dropped": int(row["thinking_dropped"] or 0),
         "upstream_errors": errors,
         "upstream_error_count": sum(errors.values()),
+        "gateway_errors": sum(gateway_errors.values()),
+        "gateway_error_kinds": gateway_errors,
     }
 
 
 def errors_of(rows: Iterable[Any]) -> dict[str, int]:
     """Upstream error counts from ``(status, count)`` rows, by status in order (as shown)."""
     return {str(status): int(count) for status, count in sorted(tuple(row) for row in rows)}
+
+
+def gateway_errors_of(rows: Iterable[Any]) -> dict[str, int]:
+    """The gateway's own error counts from ``(kind, count)`` rows, by kind in order."""
+    return {str(kind): int(count) for kind, count in sorted(tuple(row) for row in rows)}
+
+
+def _gateway_errors(connection: sqlite3.Connection) -> dict[str | None, dict[str, int]]:
+    """The gateway's own errors by conversation (``None``: all of them), by kind; none in a
+    file made before they were kept (read without writing, it has no such table)."""
+    kept = connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'gateway_errors'"
+    ).fetchone()
+    if not kept:
+        return {}
+    rows = connection.execute("SELECT conversation, kind, count FROM gateway_errors").fetchall()
+    found: dict[str | None, dict[str, int]] = {None: {}}
+    for conversation, kind, count in sorted(tuple(row) for row in rows):
+        found.setdefault(conversation, {})[kind] = int(count)
+        found[None][kind] = found[None].get(kind, 0) + int(count)
+    return found
 
 
 _STEPS_MIN = (1, 5, 15, 60, 180, 360, 1440, 10080)
@@ -133,10 +164,15 @@ def traffic(connection: sqlite3.Connection, limit: int) -> dict[str, Any]:
     all_errors = errors_of(
         connection.execute("SELECT status, SUM(count) FROM errors GROUP BY status").fetchall()
     )
-    totals = figures(totals_row, all_errors)
-    totals["conversations"] = connection.execute("SELECT COUNT(*) FROM conversations").fetchone()[0]
+    gateway_errors = _gateway_errors(connection)
+    totals = figures(totals_row, all_errors, gateway_errors.get(None))
+    # The row keyed "" sums requests outside any conversation: in the totals, never listed.
+    totals["conversations"] = connection.execute(
+        "SELECT COUNT(*) FROM conversations WHERE key != ''"
+    ).fetchone()[0]
     rows = connection.execute(
-        "SELECT * FROM conversations ORDER BY last_at DESC LIMIT ?", (max(0, limit),)
+        "SELECT * FROM conversations WHERE key != '' ORDER BY last_at DESC LIMIT ?",
+        (max(0, limit),),
     ).fetchall()
     conversations = []
     for row in rows:
@@ -152,7 +188,7 @@ def traffic(connection: sqlite3.Connection, limit: int) -> dict[str, Any]:
                 "model": row["model"],
                 "first_at": row["first_at"],
                 "last_at": row["last_at"],
-                **figures(row, errors),
+                **figures(row, errors, gateway_errors.get(row["key"])),
                 "context_target": row["context_target"],
             }
         )

@@ -107,10 +107,11 @@ class ProviderUsage:
         return billed_input(self)
 
     def describe(self) -> str:
-        """One log line's worth: the prompt, what the cache read and wrote, the bill."""
+        """One log line's worth: the prompt, what the cache read and wrote, the bill (the
+        request's one "billed" figure in the log, under the status page's name)."""
         return (
             f"provider counted {self.prompt_tokens:,} prompt tokens ({self.cache_read_tokens:,} "
-            f"read from its cache, {self.cache_write_tokens:,} written), billed "
+            f"read from its cache, {self.cache_write_tokens:,} written): billed input "
             f"{self.billed_input:,.0f}"
         )
 

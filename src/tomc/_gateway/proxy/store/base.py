@@ -16,7 +16,15 @@ option          default  meaning
 ``idle_s``      21600    a conversation unused this long is dropped from the store
 ``cache``       64       conversations this process keeps ready in memory (0: none)
 ``timeout_s``   2        connect and reply timeout of the store; past it the store counts down
+``connections`` 64       connections this process opens to the store at most; a command finding
+                         them all busy waits for one (up to ``wait_s``, at least
+                         ``timeout_s``), and past that the store counts down, the log saying
+                         the pool is too small for the load
 ==============  =======  ======================================================================
+
+A connection is held only while a command runs (a request's few commands take a millisecond or
+so each), so 64 serve hundreds of concurrent streams; a burst beyond it queues for a moment
+rather than failing.
 
 One store protocol: :class:`Conversations` (with :class:`Checkout`) is what the gateway and the
 LiteLLM hook ask of every kind: check a conversation out, hand it back, count, read the figures,
@@ -69,6 +77,7 @@ class StoreOptions:
     idle_s: float = 6 * 3600.0
     cache: int = 64
     timeout_s: float = 2.0
+    connections: int = 64
 
     def __post_init__(self) -> None:
         for name in ("lease_s", "idle_s", "timeout_s"):
@@ -78,6 +87,14 @@ class StoreOptions:
             raise InvalidOptionError("session store options wait_s and cache must be >= 0")
         if self.idle_s < self.lease_s:
             raise InvalidOptionError("session store option idle_s must be >= lease_s")
+        if self.connections < 1:
+            raise InvalidOptionError("session store option connections must be >= 1")
+
+    @property
+    def pool_wait_s(self) -> float:
+        """How long a command waits for a free connection: as long as a request waits for a
+        conversation another one holds, and never less than one reply may take."""
+        return max(self.wait_s, self.timeout_s)
 
     @property
     def lease_ms(self) -> int:
@@ -95,6 +112,7 @@ _FIELDS: dict[str, Callable[[str], Any]] = {
     "idle_s": float,
     "cache": int,
     "timeout_s": float,
+    "connections": int,
 }
 
 

@@ -11,9 +11,13 @@ Keys, under the URL's ``prefix`` (``tomc:``):
   over every process, with the same idle expiry;
 - ``ledger:...``: the usage ledger's figures (:mod:`.redis_ledger`).
 
-Uses the official client (``redis``, the ``team`` extra), asyncio flavour. Every failure
-becomes :class:`~tomc._gateway.proxy.store.base.StoreUnavailableError` (the gateway then fails
-open); one retry without delay covers a connection the server closed while idle.
+Uses the official client (``redis``, the ``team`` extra), asyncio flavour, on a blocking pool
+of the URL's ``connections`` (64): a burst of requests beyond it waits for a free connection
+instead of failing with "Too many connections" (the client's default pool refuses at once past
+its size, which failed every request of a burst open). Every failure becomes
+:class:`~tomc._gateway.proxy.store.base.StoreUnavailableError` (the gateway then fails open),
+one that found no free connection in time saying the pool is too small for the load; one retry
+without delay covers a connection the server closed while idle.
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ class RedisStateStore:
         self._aioredis = _import_redis()
         self._client: Any = None
         self._scripts: dict[str, Any] = {}
+        #: Commands that found no free connection in time (the pool too small for the load).
+        self.pool_exhausted = 0
 
     # ---------------------------------------------------------------- plumbing
 
@@ -112,13 +118,16 @@ class RedisStateStore:
             parts = urlsplit(self.url.text)
             scheme = {"valkey": "redis", "valkeys": "rediss"}.get(self.url.scheme, self.url.scheme)
             plain = urlunsplit((scheme, parts.netloc, parts.path, "", ""))
-            self._client = self._aioredis.Redis.from_url(
+            pool = self._aioredis.BlockingConnectionPool.from_url(
                 plain,
+                max_connections=self.options.connections,
+                timeout=self.options.pool_wait_s,
                 socket_timeout=self.options.timeout_s,
                 socket_connect_timeout=self.options.timeout_s,
                 retry=Retry(NoBackoff(), 1),
                 client_name="tomc-gateway",
             )
+            self._client = self._aioredis.Redis.from_pool(pool)  # closes the pool with it
             for name, source in (
                 ("acquire", _ACQUIRE),
                 ("renew", _RENEW),
@@ -134,6 +143,13 @@ class RedisStateStore:
         try:
             return await work(self._connect())
         except (RedisError, OSError) as exc:
+            if _pool_exhausted(exc):
+                self.pool_exhausted += 1
+                raise StoreUnavailableError(
+                    f"no free connection among this process's {self.options.connections} "
+                    f"within {self.options.pool_wait_s:g} s: the pool is too small for this "
+                    "load (raise the URL's ?connections=)"
+                ) from exc
             raise StoreUnavailableError(f"{type(exc).__name__}: {exc}") from exc
 
     def _key(self, kind: str, key: str) -> str:
@@ -245,6 +261,17 @@ class RedisStateStore:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+
+
+def _pool_exhausted(exc: BaseException) -> bool:
+    """Whether the client gave up waiting for a free connection of its pool (the server may be
+    fine: the pool is too small for the load)."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    text = str(exc)
+    return isinstance(exc, RedisConnectionError) and (
+        "No connection available" in text or "Too many connections" in text
+    )
 
 
 def _figures_row(raw: Mapping[bytes, bytes], now: float) -> dict[str, Any]:

@@ -5,13 +5,14 @@ over every process of a team, so any replica's status shows the team's billed in
 estimate, the chart and the upstream errors. Keys, under the store's ``prefix``:
 
 - ``ledger:<conversation>``: a hash of the conversation's sums, its upstream errors
-  (``error:<status>``) and what the next direct estimate needs (``last_direct_prompt``,
-  ``last_direct_at``, ``caching_seen``); it expires with the store's idle expiry, as the
-  conversation's state does;
+  (``error:<status>``), the gateway's own errors (``gateway_error:<kind>``) and what the next
+  direct estimate needs (``last_direct_prompt``, ``last_direct_at``, ``caching_seen``); it
+  expires with the store's idle expiry, as the conversation's state does;
 - ``ledger-recent:all``: the conversations by their latest request, pruned by the idle expiry
   and to 10,000 entries, as the store's own ``recent`` listing;
-- ``ledger-totals:all``: the sums over every conversation ever recorded, the upstream errors,
-  the number of conversations, the first and the latest request's time;
+- ``ledger-totals:all``: the sums over every conversation ever recorded and over the requests
+  outside any conversation, the upstream and the gateway's own errors, the number of
+  conversations, the first and the latest request's time;
 - ``ledger-minutes:all`` (``r:``, ``b:``, ``d:`` + minute: requests, billed and direct input)
   and ``ledger-minute-index:all``: the chart's series; past 30 days of busy minutes the oldest
   are folded into a base (``r:base``...), so the series stays bounded.
@@ -37,7 +38,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..metering.ledger import Billing, LedgerEntry, bill, entry_sums
-from ..metering.traffic import SUMS, errors_of, figures, series_of
+from ..metering.traffic import SUMS, errors_of, figures, gateway_errors_of, series_of
 from .base import StoreUnavailableError
 from .shared import OutageGuard
 
@@ -58,63 +59,93 @@ _FLOATS = ("billed_input", "direct_input")
 
 # KEYS: conversation, totals, recent, minutes, minute index. ARGV: see RedisLedger._args.
 # Values are added as the strings Python formatted (exact floats); Lua numbers only compare.
+# A request outside any conversation (ARGV[1] empty) counts in the totals only, as the SQLite
+# ledger's row keyed "" does: its first time is the totals' ``outside_first_at``.
 _RECORD = """
 local conv, totals, recent, minutes, index = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local named = ARGV[1] ~= ''
 local idle_ms = ARGV[22]
+local function add(field, value)
+  redis.call('HINCRBY', totals, field, value)
+  if named then
+    redis.call('HINCRBY', conv, field, value)
+  end
+end
+local function add_float(field, value)
+  redis.call('HINCRBYFLOAT', totals, field, value)
+  if named then
+    redis.call('HINCRBYFLOAT', conv, field, value)
+  end
+end
 if tonumber(ARGV[3]) >= 400 then
-  local field = 'error:' .. ARGV[3]
-  redis.call('HINCRBY', totals, field, 1)
-  redis.call('HINCRBY', conv, field, 1)
+  add('error:' .. ARGV[3], 1)
+end
+if ARGV[27] ~= '' then
+  add('gateway_error:' .. ARGV[27], 1)
+end
+if named then
   redis.call('PEXPIRE', conv, idle_ms)
 end
 if ARGV[4] == '' then
   return 0
 end
 local at = tonumber(ARGV[2])
-if redis.call('HSETNX', conv, 'first_at', ARGV[2]) == 1 then
-  redis.call('HSET', conv, 'api', ARGV[4], 'key', ARGV[1])
-  redis.call('HINCRBY', totals, 'conversations', 1)
+local first
+if named then
+  first = redis.call('HSETNX', conv, 'first_at', ARGV[2]) == 1
+  if first then
+    redis.call('HSET', conv, 'api', ARGV[4], 'key', ARGV[1])
+    redis.call('HINCRBY', totals, 'conversations', 1)
+  end
+else
+  first = redis.call('HSETNX', totals, 'outside_first_at', ARGV[2]) == 1
+end
+if first then
   local since = tonumber(redis.call('HGET', totals, 'since') or '')
   if since == nil or at < since then
     redis.call('HSET', totals, 'since', ARGV[2])
   end
 end
-local last = tonumber(redis.call('HGET', conv, 'last_at') or '')
-if last == nil or at > last then
-  redis.call('HSET', conv, 'last_at', ARGV[2])
+if named then
+  local last = tonumber(redis.call('HGET', conv, 'last_at') or '')
+  if last == nil or at > last then
+    redis.call('HSET', conv, 'last_at', ARGV[2])
+  end
+  redis.call('ZADD', recent, redis.call('HGET', conv, 'last_at'), ARGV[1])
+  if ARGV[5] ~= '' then
+    redis.call('HSET', conv, 'model', ARGV[5])
+  end
+  if ARGV[21] ~= '' then
+    redis.call('HSET', conv, 'context_target', ARGV[21])
+  end
 end
-redis.call('ZADD', recent, redis.call('HGET', conv, 'last_at'), ARGV[1])
 local all_last = tonumber(redis.call('HGET', totals, 'last') or '')
 if all_last == nil or at > all_last then
   redis.call('HSET', totals, 'last', ARGV[2])
-end
-if ARGV[5] ~= '' then
-  redis.call('HSET', conv, 'model', ARGV[5])
 end
 local counts = {requests = '1', rewritten = ARGV[6], tokens_before = ARGV[7],
   tokens_after = ARGV[8], with_usage = ARGV[9], prompt_tokens = ARGV[10],
   cache_read_tokens = ARGV[11], cache_write_tokens = ARGV[12], output_tokens = ARGV[13],
   thinking_dropped = ARGV[17]}
 for name, value in pairs(counts) do
-  redis.call('HINCRBY', conv, name, value)
-  redis.call('HINCRBY', totals, name, value)
+  add(name, value)
 end
 local amounts = {billed_input = ARGV[14], direct_input = ARGV[15], direct_prompt = ARGV[16]}
 for name, value in pairs(amounts) do
-  redis.call('HINCRBYFLOAT', conv, name, value)
-  redis.call('HINCRBYFLOAT', totals, name, value)
+  add_float(name, value)
 end
-if ARGV[21] ~= '' then
-  redis.call('HSET', conv, 'context_target', ARGV[21])
+if named then
+  redis.call('PEXPIRE', conv, idle_ms)
 end
-redis.call('PEXPIRE', conv, idle_ms)
 redis.call('ZREMRANGEBYSCORE', recent, '-inf', at - tonumber(ARGV[23]))
 redis.call('ZREMRANGEBYRANK', recent, 0, -tonumber(ARGV[24]) - 1)
 if ARGV[9] ~= '1' then
   return 1
 end
-redis.call('HSET', conv, 'last_direct_prompt', ARGV[18], 'last_direct_at', ARGV[19],
-  'caching_seen', ARGV[20])
+if named then
+  redis.call('HSET', conv, 'last_direct_prompt', ARGV[18], 'last_direct_at', ARGV[19],
+    'caching_seen', ARGV[20])
+end
 local m = ARGV[25]
 redis.call('HINCRBY', minutes, 'r:' .. m, 1)
 redis.call('HINCRBYFLOAT', minutes, 'b:' .. m, ARGV[14])
@@ -207,7 +238,7 @@ class RedisLedger:
 
     async def _write(self, client: Any, entry: LedgerEntry) -> None:
         conversation = self._key("ledger", entry.conversation)
-        if entry.api and entry.usage is not None:
+        if entry.api and entry.usage is not None and entry.conversation:
             prompt, at, seen = await client.hmget(
                 conversation, "last_direct_prompt", "last_direct_at", "caching_seen"
             )
@@ -230,7 +261,7 @@ class RedisLedger:
         return [
             entry.conversation,
             repr(float(entry.at)),
-            entry.status,
+            entry.status if entry.upstream_error else 0,  # counted as the upstream's error
             entry.api,
             entry.model,
             # Floats as the exact text Python gives them (Redis parses, then adds).
@@ -244,6 +275,7 @@ class RedisLedger:
             _RECENT_LIMIT,
             int(entry.at // 60),
             _MINUTES_LIMIT,
+            entry.gateway_error,
         ]
 
     async def written(self, conversation: str) -> None:
@@ -282,6 +314,7 @@ class RedisLedger:
             pipe.hgetall(self._key("ledger-minutes"))
             totals, keys, minutes = await pipe.execute()
             rows: list[Any] = []
+            keys = [key for key in keys if key]  # "": outside any conversation, never listed
             if keys and limit > 0:
                 pipe = client.pipeline(transaction=False)
                 for key in keys:
@@ -295,7 +328,7 @@ class RedisLedger:
             "since": _number(totals.get("since")),
             "last": _number(totals.get("last")),
             "totals": {
-                **figures(_sums(totals), _errors(totals)),
+                **figures(_sums(totals), _errors(totals), _gateway_errors(totals)),
                 "conversations": int(totals.get("conversations", 0)),
             },
             "conversations": [_conversation(_decoded(row)) for row in raw_rows],
@@ -331,6 +364,14 @@ def _errors(row: Mapping[str, str]) -> dict[str, int]:
     return errors_of((int(n[6:]), int(v)) for n, v in row.items() if n.startswith("error:"))
 
 
+def _gateway_errors(row: Mapping[str, str]) -> dict[str, int]:
+    """The ``gateway_error:<kind>`` fields of a hash, as the SQLite ledger shows them."""
+    prefix = "gateway_error:"
+    return gateway_errors_of(
+        (n[len(prefix) :], int(v)) for n, v in row.items() if n.startswith(prefix)
+    )
+
+
 def _conversation(row: Mapping[str, str]) -> dict[str, Any]:
     target = row.get("context_target", "")
     return {
@@ -339,7 +380,7 @@ def _conversation(row: Mapping[str, str]) -> dict[str, Any]:
         "model": row.get("model", ""),
         "first_at": _number(row.get("first_at")),
         "last_at": _number(row.get("last_at")),
-        **figures(_sums(row), _errors(row)),
+        **figures(_sums(row), _errors(row), _gateway_errors(row)),
         "context_target": int(target) if target.lstrip("-").isdigit() else None,
     }
 
