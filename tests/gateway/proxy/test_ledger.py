@@ -411,6 +411,7 @@ def test_the_gateways_own_502s_are_counted_per_conversation_and_in_total(tmp_pat
         with pytest.raises(openai.InternalServerError):
             gpt(base).models.list()  # a path only forwarded: no conversation
         status = status_json(base)
+        page = " ".join(httpx2.get(f"{base}/status", timeout=30).text.split())
     assert raised.value.status_code == 502
     assert f"{upstream}/v1/messages" in raised.value.body["error"]["message"]
     traffic = status["traffic"]
@@ -425,6 +426,9 @@ def test_the_gateways_own_502s_are_counted_per_conversation_and_in_total(tmp_pat
     assert conversation["requests"] == 2 and conversation["tomc_tokens_after"] == 0  # none sent
     (live,) = status["conversations"]
     assert live["conversation"] == conversation["conversation"] and live["gateway_errors"] == 2
+    # The page says the same, in total and on the conversation's row.
+    assert "Gateway errors: 3 (unreachable ×3)." in page
+    assert 'data-label="gateway errors"><span class="v">2<' in page
     # What `tomc gateway status` reads once the gateway has stopped.
     kept = read_traffic(tmp_path)
     assert kept is not None and kept["totals"]["gateway_errors"] == 3
