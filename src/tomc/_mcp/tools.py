@@ -213,7 +213,7 @@ def add_notebook_recall(kit: Toolkit) -> None:
         strategy: StrategyArg = TOOL_STRATEGY,
         counter: CounterArg = "lexical",
     ) -> RecalledContext:
-        """Compile a saved notebook's original text into a memory for the current task.
+        """Recall a saved notebook: compile its original text into a memory for the current task.
 
         Use it when a task needs material saved earlier with notebook_save (check the names
         with notebook_list). The stored original is compiled again for every call, so a new

@@ -2,9 +2,9 @@
 
 The bundled table lives in ``tomc/chat/data/model_profiles.json``. Callers override or extend it per
 session. A model id that is not listed is looked up without its decorations (``[1m]``, cloud
-prefixes, dated snapshot suffixes), then by the family rule (see ``_CLAUDE_ID`` / ``_GPT_ID``):
-``claude-opus-4-9`` gets the limits of ``claude-opus-4-8``, ``gpt-5.6-codex-mini`` those of a
-``gpt-5.6-*`` sibling. Anything else gets no assumed capacity.
+prefixes, routers' provider prefixes, dated snapshot suffixes), then by the family rule (see
+``_CLAUDE_ID`` / ``_GPT_ID``): ``claude-opus-4-9`` gets the limits of ``claude-opus-4-8``,
+``gpt-5.6-codex-mini`` those of a ``gpt-5.6-*`` sibling. Anything else gets no assumed capacity.
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ __all__ = ["ModelProfile", "ProfileTable", "bundled_profiles", "effective_window
 # Dated snapshots ("gpt-4o-2024-08-06", "claude-opus-4-1-20250805") share the family's limits.
 _SNAPSHOT_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})$")
 # Spellings of the same model: Claude Code's "[1m]" suffix, cloud prefixes and version tags
-# ("us.anthropic.claude-opus-4-8-v1:0"), routers' "openai/gpt-5.5".
+# ("us.anthropic.claude-opus-4-8-v1:0"), routers' provider prefixes ("openai/gpt-5.5",
+# "deepseek/deepseek-flash", LiteLLM's "moonshot/kimi-k3", OpenRouter's "moonshotai/kimi-k3").
 _DECORATIONS = (
     re.compile(r"(\[1m\])+$", re.IGNORECASE),
     re.compile(r"^(?:[a-z]{2,4}\.)?anthropic\."),
-    re.compile(r"^(?:openai|anthropic)/"),
+    re.compile(r"^(?:openai|anthropic|deepseek|moonshotai|moonshot)/"),
     re.compile(r"-v\d+(?::\d+)?$"),
 )
 # Family rule: "claude-<tier>-<major>[-<minor>]" and "gpt-<major>[.<minor>][-<variant>]". A new
