@@ -20,7 +20,8 @@ PREFIX ?= $(HOME)/.local
 # so a first install is never silent for a minute.
 PIP_INSTALL := $(BIN)/pip install --disable-pip-version-check
 
-.PHONY: demo test lint docs docs-serve bench bench-quick install uninstall screenshot clean
+.PHONY: demo test lint docs docs-serve bench bench-quick install uninstall screenshot clean \
+	test-previous-agents test-latest-agents
 
 $(BIN)/python:
 	@echo "make: creating $(VENV) with $(PY)"
@@ -112,6 +113,25 @@ bench: $(DEV_STAMP)
 
 bench-quick: $(DEV_STAMP)
 	$(BIN)/python -m benchmarks.run --quick
+
+# The tests that drive the real agent CLIs (tool calls through the gateway, its defaults, the MCP
+# server inside each host), against another install of the CLIs than package.json's.
+AGENT_TESTS := tests/gateway/test_real_agents.py tests/gateway/test_real_agents_defaults.py \
+	tests/mcp_server/test_hosts.py
+
+# The previous pins (agents-previous/package.json), still tested while users run them.
+test-previous-agents: $(DEV_STAMP)
+	npm ci --prefix agents-previous --no-audit --no-fund
+	TOMC_AGENTS_BIN=$(CURDIR)/agents-previous/node_modules/.bin $(BIN)/python -m pytest -q $(AGENT_TESTS)
+
+# Whatever the registry serves today (@latest), so that a new CLI release is checked in minutes.
+test-latest-agents: $(DEV_STAMP)
+	rm -rf .agents-latest
+	npm install --prefix .agents-latest --no-audit --no-fund --no-save \
+		@anthropic-ai/claude-code@latest @openai/codex@latest
+	.agents-latest/node_modules/.bin/claude --version
+	.agents-latest/node_modules/.bin/codex --version
+	TOMC_AGENTS_BIN=$(CURDIR)/.agents-latest/node_modules/.bin $(BIN)/python -m pytest -q $(AGENT_TESTS)
 
 # Regenerates docs/web-inspector.png from the live page (a local server and Debian's Chromium).
 screenshot: $(DEV_STAMP)

@@ -46,18 +46,22 @@ provider's documented caching rules:
   cache writes cost 1.25x the uncached rate: the uncached part of such a prompt is reported as
   ``cache_write_tokens`` and billed so.
 
-**Preserved thinking** (https://platform.claude.com/docs/build-with-claude/preserved-thinking,
-https://platform.claude.com/docs/en/build-with-claude/preserved-thinking/prefix-checks and
-.../fix-bound-to-a-different-conversation): every ``thinking`` block this fake returns carries a
-signature bound to a hash of everything before it (``system``, ``tools``, earlier messages,
-earlier blocks of its message; ``cache_control`` markers do not count). A later request that
-sends such a block back after its prefix changed gets a 400 ``invalid_request_error``
+**Preserved thinking** (the rules and their sources: :mod:`tomc.testing.provider_rules`): every
+``thinking`` block this fake returns carries a signature bound to its prefix -- ``system``,
+``tools`` and the messages before it, as the documented prefix check compares them: no
+``cache_control`` markers, no thinking blocks, string content as its one text block, no
+``defer_loading`` tool nothing has referenced yet -- and to the thinking block it came after. On
+the models the docs say run the check (:attr:`Script.prefix_check`), a later request that sends
+such a block back after its prefix changed, or with a thinking block
+before it removed from the middle or put back, gets a 400 ``invalid_request_error``
 "messages.N.content.M: Invalid `signature` in `thinking` block. The block is bound to a
-different conversation. ..." -- unless it sets ``thinking.block_binding.prefix_mismatch_behavior:
-"drop_block"`` with the ``anthropic-beta: thinking-binding-controls-2026-08-01`` header: then that
-block and every later thinking block are dropped and the answer lists them in
-``input_transformations`` (``{"type": "thinking_dropped", "path": "messages.i.content.j",
-"reason": "prefix_binding_mismatch"}``). Every 4xx is counted.
+different conversation. ..." (the token counting endpoint too) -- unless it sets
+``thinking.block_binding.prefix_mismatch_behavior: "drop_block"`` with the ``anthropic-beta:
+thinking-binding-controls-2026-08-01`` header: then each failing block (with the rest of its
+turn's thinking) is dropped and the answer lists them in ``input_transformations``
+(``{"type": "thinking_dropped", "path": "messages.i.content.j", "reason":
+"prefix_binding_mismatch"}``). Thinking produced after a change stays valid. Every 4xx is
+counted.
 
 Every request is recorded in ``up.requests`` as an :class:`AgentRequest`.
 """
@@ -71,7 +75,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +93,13 @@ from fake_providers import (
     serve_in_thread,
     stop_served,
 )
+from tomc.testing.provider_rules import (
+    drop_thinking,
+    failing_thinking,
+    prefix_mismatch_error,
+    sign_thinking,
+    tampered_thinking,
+)
 from tomc.testing.wire import Reply, response_object, sse
 
 __all__ = [
@@ -96,7 +107,6 @@ __all__ = [
     "FINAL_MARK",
     "AgentRequest",
     "AgentUpstream",
-    "McpScript",
     "Script",
     "count_tokens",
     "probe_script",
@@ -105,10 +115,12 @@ __all__ = [
 
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
 FINAL_MARK = "TASK COMPLETE"
-SIG_PREFIX = "EqTOMCfake1."
 CREATED = 1_760_000_000
 ANTHROPIC_LOOKBACK = 20
-#: Models that run the preserved-thinking prefix check, per the docs' feature metadata.
+#: Models that run the preserved-thinking prefix check, per the docs' feature metadata
+#: (https://platform.claude.com/docs/en/build-with-claude/preserved-thinking/prefix-checks:
+#: "supportedModels"; preserved-thinking: "models before Claude Fable 5.1 don't run the prefix
+#: check").
 PRESERVED_THINKING_MODELS = (
     "claude-fable-5",
     "claude-mythos-5",
@@ -218,10 +230,11 @@ class Script:
     )
     #: Claude: answer with a thinking block before each tool call and the final text.
     thinking: bool = True
-    #: The preserved-thinking prefix check: "always" (every model, the strict case), or
-    #: "documented" (only the models the docs list: Fable/Mythos 5.x, Opus/Sonnet/Haiku 5.5;
-    #: not Claude Code 2.1.197's default claude-opus-4-8), or "never".
-    prefix_check: str = "always"
+    #: The preserved-thinking prefix check: "documented" (the real API: only the models the docs
+    #: list run it, Fable/Mythos 5.x and Opus/Sonnet/Haiku 5.5 -- Claude Code 2.1.332's default
+    #: claude-opus-5-5, not 2.1.197's claude-opus-4-8), "always" (every model: stricter than the
+    #: API), or "never".
+    prefix_check: str = "documented"
     #: A pause in the session: the shell command of step ``pause_after_step`` sleeps
     #: ``pause_s`` seconds before it prints, so the agent's next request comes that much later.
     pause_after_step: int | None = None
@@ -344,30 +357,6 @@ def probe_script(steps: int, output_chars: int, **options: Any) -> Script:
     return Script(
         steps=steps, output_chars=output_chars, facts=facts, changes=changes, edits=edits, **options
     )
-
-
-@dataclass(frozen=True)
-class McpScript(Script):
-    """A script that calls MCP tools instead of the shell: one call per main-loop request, in
-    order, then the final text. Claude Code gets a ``tool_use`` of ``mcp__<server>__<tool>``;
-    Codex an ``exec`` code-mode call that runs ``tools.mcp__<server>__<tool>(arguments)`` and
-    prints ``JSON.stringify`` of what it returns (the whole result, as a model would)."""
-
-    calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()
-    server: str = "tomc"
-    steps: int = 0
-
-    def task(self) -> str:
-        return f"Use the {self.server} MCP tools as scripted, then say '{FINAL_MARK}'."
-
-
-def _mcp_call(script: Script, convo: _Conversation) -> tuple[str, Mapping[str, Any]] | None:
-    """The next scripted MCP call of an :class:`McpScript` conversation, or ``None``."""
-    if not isinstance(script, McpScript) or convo.steps_issued >= len(script.calls):
-        return None
-    convo.steps_issued += 1
-    tool, arguments = script.calls[convo.steps_issued - 1]
-    return f"mcp__{script.server}__{tool}", arguments
 
 
 def write_workspace(folder: str | Path, script: Script) -> Path:
@@ -540,6 +529,11 @@ class AgentUpstream:
                 problem = _messages_problem(body, headers)
                 if problem:
                     return self._fail(record, 400, problem)
+                # "The token counting endpoint runs the same prefix check and returns the same
+                # 400" (provider_rules.PRESERVED_THINKING #preserved-thinking-controls).
+                body, refused = self._prefix_check(record, body, headers)
+                if refused is not None:
+                    return refused
                 blocks = _anthropic_blocks(body)
                 total = sum(count_tokens(text) for text, _, _ in blocks)
                 record.prompt_tokens = total
@@ -585,13 +579,16 @@ class AgentUpstream:
 
     # ------------------------------------------------------------------ Anthropic
 
-    def _messages(self, record: AgentRequest, body: Mapping[str, Any], headers: Mapping[str, str]):
-        record.conversation = headers.get("x-claude-code-session-id") or _metadata_session(body)
-        record.kind = _claude_kind(body)
-        problem = _messages_problem(body, headers)
-        if problem:
-            return self._fail(record, 400, problem)
-        # Preserved thinking: the prefix check.
+    def _prefix_check(
+        self, record: AgentRequest, body: Mapping[str, Any], headers: Mapping[str, str]
+    ) -> tuple[Mapping[str, Any], Response | None]:
+        """Preserved thinking's prefix check (:mod:`tomc.testing.provider_rules`): the body the
+        model reads (failing blocks dropped under ``"drop_block"``), or the 400 to answer."""
+        tampered = tampered_thinking(body) if self.script.prefix_check != "never" else None
+        if tampered is not None:  # always a 400, whatever prefix_mismatch_behavior says
+            i, j = tampered
+            message = f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block."
+            return body, self._fail(record, 400, message)
         binding = (body.get("thinking") or {}).get("block_binding") or {}
         drop = binding.get(
             "prefix_mismatch_behavior"
@@ -600,19 +597,23 @@ class AgentUpstream:
             self.script.prefix_check == "documented"
             and str(body.get("model", "")).startswith(PRESERVED_THINKING_MODELS)
         )
-        invalid = _invalid_thinking(body) if checked else []
+        invalid = failing_thinking(body) if checked else []
         if invalid and not drop:
-            i, j = invalid[0]
-            return self._fail(
-                record,
-                400,
-                f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block. The block is "
-                "bound to a different conversation. Remove the block, or set "
-                '`thinking.block_binding.prefix_mismatch_behavior` to "drop_block".',
-            )
+            return body, self._fail(record, 400, prefix_mismatch_error(invalid[0], headers))
         if invalid:
-            body = _drop_blocks(body, invalid)
             record.dropped_thinking = [f"messages.{i}.content.{j}" for i, j in invalid]
+            return drop_thinking(body, invalid), None
+        return body, None
+
+    def _messages(self, record: AgentRequest, body: Mapping[str, Any], headers: Mapping[str, str]):
+        record.conversation = headers.get("x-claude-code-session-id") or _metadata_session(body)
+        record.kind = _claude_kind(body)
+        problem = _messages_problem(body, headers)
+        if problem:
+            return self._fail(record, 400, problem)
+        body, refused = self._prefix_check(record, body, headers)
+        if refused is not None:
+            return refused
         text = json.dumps(body, ensure_ascii=False)
         self._facts(record, text)
         kind = _claude_kind(body)
@@ -631,18 +632,6 @@ class AgentUpstream:
         elif kind == "side":
             blocks.append({"type": "text", "text": "Reading log files"})
             stop = "end_turn"
-        elif (call := _mcp_call(self.script, convo)) is not None:
-            record.step = convo.steps_issued
-            blocks.append({"type": "text", "text": f"Calling {call[0]}."})
-            blocks.append(
-                {
-                    "type": "tool_use",
-                    "id": f"toolu_01Up{record.number:012d}",
-                    "name": call[0],
-                    "input": dict(call[1]),
-                }
-            )
-            stop = "tool_use"
         elif convo.steps_issued < self.script.steps:
             convo.steps_issued += 1
             step = record.step = convo.steps_issued
@@ -667,12 +656,11 @@ class AgentUpstream:
                 blocks.append({"type": "thinking", "thinking": "All files read; I can answer."})
             blocks.append({"type": "text", "text": self._final_text(text)})
             stop = "end_turn"
-        # Sign thinking blocks with the prefix they were produced after.
-        messages = list(body.get("messages") or [])
+        # Sign thinking blocks with the prefix they were produced after (as the model read it).
+        at = len(body.get("messages") or [])
         for j, block in enumerate(blocks):
             if block["type"] == "thinking":
-                prefix = _prefix_hash(body, len(messages), blocks[:j])
-                block["signature"] = _sign(prefix, record.number)
+                block["signature"] = sign_thinking(body, at, blocks[:j], f"{record.number}.{j}")
         record.output_tokens = sum(count_tokens(_canon(b)) for b in blocks)
         message = {
             "id": f"msg_01Up{record.number:014d}",
@@ -781,13 +769,6 @@ class AgentUpstream:
             items.append(_message_item(n, self._summary_text(text, claude=False)))
         elif kind == "side":
             items.append(_message_item(n, "OK"))
-        elif (call := _mcp_call(self.script, convo)) is not None:
-            record.step = convo.steps_issued
-            source = (
-                f"const r = await tools.{call[0]}({json.dumps(call[1], ensure_ascii=False)});\n"
-                "text(JSON.stringify(r));\n"
-            )
-            items.append(_exec_call(n, source))
         elif convo.steps_issued < self.script.steps:
             convo.steps_issued += 1
             step = record.step = convo.steps_issued
@@ -955,72 +936,6 @@ def _anthropic_blocks(body: Mapping[str, Any]) -> list[tuple[str, bool, Mapping[
         text, _, _ = out[-1]
         out[-1] = (text, True, top)
     return out
-
-
-def _prefix_hash(body: Mapping[str, Any], message_index: int, earlier_blocks: Sequence[Any]) -> str:
-    messages = list(body.get("messages") or [])[:message_index]
-    return hashlib.sha256(
-        _canon(
-            {
-                "system": body.get("system"),
-                "tools": body.get("tools"),
-                "messages": messages,
-                "blocks": list(earlier_blocks),
-            }
-        ).encode("utf-8", "surrogatepass")
-    ).hexdigest()[:32]
-
-
-def _sign(prefix: str, number: int) -> str:
-    payload = json.dumps({"p": prefix, "n": number}, separators=(",", ":")).encode()
-    return SIG_PREFIX + base64.b64encode(payload).decode()
-
-
-def _signed_prefix(signature: Any) -> str | None:
-    if not isinstance(signature, str) or not signature.startswith(SIG_PREFIX):
-        return None
-    try:
-        return json.loads(base64.b64decode(signature[len(SIG_PREFIX) :]))["p"]
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def _invalid_thinking(body: Mapping[str, Any]) -> list[tuple[int, int]]:
-    """(message, block) of every thinking block that fails the prefix check: the first one
-    whose prefix differs and every later thinking block."""
-    messages = list(body.get("messages") or [])
-    failed = False
-    out = []
-    for i, message in enumerate(messages):
-        if not isinstance(message, Mapping) or message.get("role") != "assistant":
-            continue
-        blocks = _content_blocks(message)
-        for j, block in enumerate(blocks):
-            if not isinstance(block, Mapping) or block.get("type") not in (
-                "thinking",
-                "redacted_thinking",
-            ):
-                continue
-            if not failed:
-                signed = _signed_prefix(block.get("signature"))
-                if signed is None:
-                    continue  # not ours: nothing to check
-                prefix = _prefix_hash(body, i, blocks[:j])
-                failed = signed != prefix
-            if failed:
-                out.append((i, j))
-    return out
-
-
-def _drop_blocks(body: Mapping[str, Any], where: Iterable[tuple[int, int]]) -> dict[str, Any]:
-    drop = set(where)
-    messages = []
-    for i, message in enumerate(body.get("messages") or []):
-        if any(i == m for m, _ in drop):
-            blocks = [b for j, b in enumerate(_content_blocks(message)) if (i, j) not in drop]
-            message = {**message, "content": blocks}
-        messages.append(message)
-    return {**body, "messages": messages}
 
 
 def _last_user_text(body: Mapping[str, Any]) -> str:
