@@ -15,6 +15,7 @@ from tomc import InvalidOptionError
 from tomc._simulation.simulate import _Pricer, _Tokens, memory_marks
 from tomc._simulation.workloads import agent_workload
 from tomc.chat import AutomaticChatSession
+from tomc.chat._state import ConversationState
 from tomc.chat.dialects import DIALECTS, CachePricing
 
 START = 1_800_000_000.0
@@ -157,3 +158,90 @@ def test_the_cache_lifetime_comes_from_the_options_or_the_call():
             body, api="chat", now=START + 900.0, cache_ttl_s=per_call
         ).decision
         assert ("cold cache" in decision.reason) is cold, (ttl, per_call, decision.reason)
+
+
+# ------------------------------------------------------------------ the rewrite's cache check
+
+
+def _rewritten(gap_s: float = 60.0) -> AutomaticChatSession:
+    """A session whose latest request was a rewrite, on a warm cache: its tools stay cached
+    through the rewrite (the account prices them as read)."""
+    history = long_history()
+    session = seen_at_start(history, compile_floor=8_000, context_target=40_000)
+    rules = " ".join(f"Rule {i}: keep the build green and the logs short." for i in range(60))
+    tool = {"type": "function", "function": {"name": "run", "description": rules}}
+    body = {"model": "simulated", "messages": history, "max_tokens": 1024, "tools": [tool]}
+    decision = session.prepare_request(body, api="chat", now=START + gap_s).decision
+    assert decision.action == "compiled", decision.reason
+    return session
+
+
+def test_a_rewrite_the_provider_read_as_priced_is_no_miss(caplog):
+    session = _rewritten()
+    priced = session.state.account  # a snapshot
+    assert 0 < priced.expected_cached < priced.expected_prompt
+    # The provider read the priced prefix (its count a little off the session's own).
+    prompt = int(priced.expected_prompt * 1.03)
+    cached = int(priced.expected_cached * 0.97)
+    usage = {"prompt_tokens": prompt, "prompt_tokens_details": {"cached_tokens": cached}}
+    with caplog.at_level("INFO", logger="tomc"):
+        session.observe_usage(usage)
+    account = session.state.account
+    assert account.cache_misses == 0 and "cache" not in caplog.text
+    assert account.expected_prompt == 0  # checked once
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": 9_000, "prompt_tokens_details": {"cached_tokens": 0}},  # Chat
+        {"input_tokens": 9_000, "input_tokens_details": {"cached_tokens": 0}},  # Responses
+        {"input_tokens": 8_000, "cache_creation_input_tokens": 1_000, "cache_read_input_tokens": 0},
+    ],
+)
+def test_a_rewrite_the_provider_read_little_of_is_a_miss_logged_and_counted(usage, caplog):
+    session = _rewritten()
+    with caplog.at_level("INFO", logger="tomc"):
+        session.observe_usage(usage)
+    assert session.state.account.cache_misses == 1
+    assert "the provider read 0 of 9,000 prompt tokens of a rewritten request" in caplog.text
+    assert "the cost policy priced" in caplog.text
+    session.observe_usage(usage)  # the same rewrite is checked once
+    assert session.state.account.cache_misses == 1
+    # It survives the state's round trip (a shared store saves it between requests).
+    restored = ConversationState.from_json(session.state.to_json())
+    assert restored.account.cache_misses == 1
+
+
+def test_usage_that_says_nothing_of_the_cache_checks_nothing():
+    session = _rewritten()
+    session.observe_usage({"prompt_tokens": 9_000})
+    account = session.state.account
+    assert account.cache_misses == 0 and account.expected_prompt > 0
+
+
+def test_the_cache_reads_are_read_from_each_sdks_usage():
+    import anthropic.types
+    import openai.types
+    from openai.types.completion_usage import PromptTokensDetails
+    from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+    from tomc.chat.dialects._base import cached_size
+
+    chat = openai.types.CompletionUsage(
+        prompt_tokens=900,
+        completion_tokens=5,
+        total_tokens=905,
+        prompt_tokens_details=PromptTokensDetails(cached_tokens=768),
+    )
+    responses = openai.types.responses.ResponseUsage(
+        input_tokens=900,
+        input_tokens_details=InputTokensDetails(cached_tokens=640, cache_write_tokens=260),
+        output_tokens=5,
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+        total_tokens=905,
+    )
+    messages = anthropic.types.Usage(input_tokens=10, output_tokens=5, cache_read_input_tokens=880)
+    assert [cached_size(u) for u in (chat, responses, messages)] == [768, 640, 880]
+    bare = openai.types.CompletionUsage(prompt_tokens=900, completion_tokens=5, total_tokens=905)
+    assert cached_size(bare) is None and cached_size(900) is None

@@ -55,6 +55,11 @@ def test_a_session_at_the_defaults_never_bills_above_direct(agent: str) -> None:
     # The policy did rewrite it: the largest prompt is well under direct's.
     assert tomc.largest_prompt < 0.8 * direct.largest_prompt, _explain(direct, tomc)
     assert tomc.compactions == 0 and not tomc.client_errors, _explain(direct, tomc)
+    # The policy priced each rewrite by what the provider would still have cached; the
+    # provider's reported cache reads agree (a miss is logged and counted per conversation).
+    assert tomc.status is not None, _explain(direct, tomc)
+    misses = [c["tomc_cost_estimate"]["cache_misses"] for c in tomc.status["conversations"]]
+    assert misses and not any(misses), _explain(direct, tomc)
 
 
 @pytest.mark.parametrize("agent", AGENTS)

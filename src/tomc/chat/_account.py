@@ -34,10 +34,14 @@ from ._options import SessionOptions
 from ._plan import Outcome, RequestPlan
 from .dialects import CachePricing
 
-__all__ = ["CostAccount", "Verdict", "assess", "charge"]
+__all__ = ["CACHE_MISS_MARGIN", "CostAccount", "Verdict", "assess", "cache_miss", "charge"]
 
 #: How much of a new growth figure the running estimate takes (an exponential average).
 _GROWTH_WEIGHT = 0.3
+#: A rewrite is a cache miss when the provider read a share of its prompt from the cache this
+#: much below the share the account priced (the counts differ a little: the session's estimate
+#: against the provider's tokenizer, and caches hit in steps).
+CACHE_MISS_MARGIN = 0.1
 
 
 @dataclass
@@ -58,6 +62,12 @@ class CostAccount:
     growth: float = 0.0
     #: The prompt a rebuild last left (0 before the first).
     floor: int = 0
+    #: Of the latest request, when it was a rewrite: the prompt prefix the account priced as read
+    #: from the provider's cache, and the prompt (0: no rewrite to check).
+    expected_cached: int = 0
+    expected_prompt: int = 0
+    #: Rewrites whose provider read clearly less from its cache than the account priced.
+    cache_misses: int = 0
 
     @property
     def saved(self) -> float:
@@ -142,6 +152,7 @@ def charge(
     cost direct."""
     pricing = verdict.pricing
     before, after = plan.tokens_before, outcome.tokens_after
+    seen_before = account.seen_at is not None
     if verdict.cold or account.seen_at is None:
         kept = 0  # nothing of the conversation is in the cache
     elif outcome.action == "compiled":
@@ -164,5 +175,29 @@ def charge(
     account.sent += pricing.read * kept + pricing.write * (after - kept)
     account.direct_prompt, account.sent_prompt = before, after
     account.seen_at = float(now)
+    # How deep a rewrite may go rests on the instructions and tools staying cached through it
+    # (:func:`assess`): kept to be checked against what the provider reports (:func:`cache_miss`).
+    warm = not verdict.cold and seen_before
+    rewrote = outcome.action == "compiled" and warm
+    account.expected_cached = min(plan.fixed_tokens, after) if rewrote else 0
+    account.expected_prompt = after if rewrote else 0
     if outcome.action == "compiled" and outcome.rebuild != "append":
         account.floor = after
+
+
+def cache_miss(account: CostAccount, prompt: int, cached: int) -> str | None:
+    """What went wrong when the provider read ``cached`` of a rewritten request's ``prompt``
+    tokens from its cache, clearly less than the account priced; ``None`` when it read about as
+    much (or the latest request was no rewrite). Counts the miss in the account."""
+    if account.expected_prompt <= 0 or prompt <= 0:
+        return None
+    expected = account.expected_cached / account.expected_prompt
+    found = min(cached, prompt) / prompt
+    account.expected_cached = account.expected_prompt = 0  # one check per rewrite
+    if found >= expected - CACHE_MISS_MARGIN:
+        return None
+    account.cache_misses += 1
+    return (
+        f"the provider read {cached:,} of {prompt:,} prompt tokens of a rewritten request from "
+        f"its cache ({found:.0%}); the cost policy priced {expected:.0%} as cached"
+    )

@@ -22,7 +22,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from .._core.errors import InvalidOptionError
-from ._account import assess, charge
+from ._account import assess, cache_miss, charge
 from ._client import acall, call
 from ._decision import Decision
 from ._meter import learned_factor
@@ -33,7 +33,7 @@ from ._policy import Caches, decide, plan_request
 from ._profiles import ModelProfile, ProfileTable
 from ._state import ConversationState
 from .dialects import dialect_for
-from .dialects._base import prompt_size
+from .dialects._base import cached_size, prompt_size
 
 __all__ = ["AutomaticChatSession", "PreparedRequest"]
 
@@ -367,12 +367,16 @@ class AutomaticChatSession:
         for that request, the estimate's safety factor rises to match (for a model counted
         exactly, the room kept under its limit grows by the same factor).
         """
+        cached = cached_size(usage)
         usage = prompt_size(usage)
         if usage is None:
             return
         with self._lock:
             state = self._state
             state.usage_hint = usage
+            missed = cache_miss(state.account, usage, cached) if cached is not None else None
+            if missed:
+                logger.info("%s (cache misses so far: %d)", missed, state.account.cache_misses)
             if state.last_sent is None:
                 return
             estimated, counter = state.last_sent

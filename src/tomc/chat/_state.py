@@ -218,6 +218,9 @@ def _account_data(account: CostAccount) -> dict[str, Any]:
         "seen_at": float.hex(account.seen_at) if account.seen_at is not None else None,
         "growth": float.hex(account.growth),
         "floor": account.floor,
+        "expected_cached": account.expected_cached,
+        "expected_prompt": account.expected_prompt,
+        "cache_misses": account.cache_misses,
     }
 
 
@@ -237,6 +240,11 @@ def _read_account(fields: _Fields | None) -> CostAccount:
         seen_at=_hex_float(seen, "account.seen_at") if seen is not None else None,
         growth=_hex_float(fields.get("growth", str), "account.growth"),
         floor=fields.get("floor", int),
+        # Saved before the cache check existed: nothing to check, none missed.
+        **{
+            name: fields.get(name, int) if name in fields.data else 0
+            for name in ("expected_cached", "expected_prompt", "cache_misses")
+        },
     )
 
 

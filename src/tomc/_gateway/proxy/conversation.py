@@ -124,6 +124,11 @@ class ConversationRecord:
 
 
 def _account(session: AutomaticChatSession) -> dict[str, float]:
-    """The session's cost account: what it billed against going direct, by its own estimates."""
+    """The session's cost account: what it billed against going direct, by its own estimates,
+    and how many rewrites the provider then read clearly less of from its cache than priced."""
     account = session.state.account
-    return {"billed": round(account.sent, 1), "direct": round(account.direct, 1)}
+    return {
+        "billed": round(account.sent, 1),
+        "direct": round(account.direct, 1),
+        "cache_misses": account.cache_misses,
+    }

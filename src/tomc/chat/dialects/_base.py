@@ -238,6 +238,28 @@ def prompt_size(usage: Any) -> int | None:
     return sum(part for part in parts if number(part))
 
 
+def cached_size(usage: Any) -> int | None:
+    """The prompt tokens a usage figure says were read from the provider's cache: Anthropic's
+    ``cache_read_input_tokens``; Chat Completions' ``prompt_tokens_details.cached_tokens``;
+    Responses' ``input_tokens_details.cached_tokens``; a ``cache_read_tokens`` attribute (a
+    usage read into one shape). ``None`` when it says nothing of it."""
+
+    def field(source: Any, name: str) -> Any:
+        return source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
+
+    if usage is None or isinstance(usage, (bool, int)):
+        return None
+    for value in (
+        field(usage, "cache_read_input_tokens"),
+        field(usage, "cache_read_tokens"),  # a usage already read into one shape (the gateway's)
+        field(field(usage, "prompt_tokens_details"), "cached_tokens"),
+        field(field(usage, "input_tokens_details"), "cached_tokens"),
+    ):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
 class BaseDialect:
     """What the dialects share: splicing by ``items_key``, the pairing check by
     ``adjacent_results``, reading usage, no last rules; on the wire, the model in the body,

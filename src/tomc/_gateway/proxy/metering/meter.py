@@ -74,7 +74,11 @@ class Meter:
         self.finished = True
         conversation, checkout = self.conversation, self.checkout
         if conversation is not None and prompt_tokens is not None and status < 400:
-            conversation.session.observe_usage(prompt_tokens)
+            # The whole usage when it was read (its cache reads check what the session priced
+            # a rewrite at), else the prompt size alone.
+            usage = self.sniffer.usage if self.sniffer is not None else None
+            whole = usage is not None and usage.prompt_tokens == prompt_tokens
+            conversation.session.observe_usage(usage if whole else prompt_tokens)
             assert checkout is not None
             checkout.changed()
         self._record(status)

@@ -112,7 +112,11 @@ def _live_conversation(conversation: Mapping[str, Any]) -> dict[str, Any]:
         if key in _LIVE_DROPPED:
             continue
         if key == "account" and isinstance(value, Mapping):
-            value = {"sent": value.get("billed"), "direct": value.get("direct")}
+            value = {
+                "sent": value.get("billed"),
+                "direct": value.get("direct"),
+                "cache_misses": value.get("cache_misses", 0),
+            }
         shown[_LIVE_RENAMED.get(key, key)] = value
     return shown
 
