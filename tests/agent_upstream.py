@@ -72,7 +72,6 @@ import base64
 import hashlib
 import json
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -80,7 +79,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -90,9 +88,8 @@ from fake_providers import (
     _messages_problem,
     _responses_problem,
     read_request,
-    serve_in_thread,
-    stop_served,
 )
+from tomc.testing.loopback import Served, serve_loopback
 from tomc.testing.provider_rules import (
     drop_thinking,
     failing_thinking,
@@ -448,9 +445,7 @@ class AgentUpstream:
         self._lock = threading.Lock()
         self._anthropic_cache: dict[str, tuple[float, int]] = {}  # prefix hash -> expiry, tokens
         self._openai_cache: dict[str, tuple[float, int]] = {}
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._served: Served | None = None
         self.port = 0
 
     @property
@@ -464,19 +459,16 @@ class AgentUpstream:
     # ------------------------------------------------------------------ lifecycle
 
     def __enter__(self) -> AgentUpstream:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
-        self._socket, self.port = sock, sock.getsockname()[1]
         app = Starlette(
             routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "HEAD"])]
         )
-        self._server, self._thread = serve_in_thread(app, sock, "agent upstream")
+        self._served = serve_loopback(app, "agent upstream", backlog=128)
+        self.port = self._served.port
         return self
 
     def __exit__(self, *exc: object) -> None:
-        stop_served(self._server, self._thread, self._socket)
+        if self._served is not None:
+            self._served.stop()
 
     # ------------------------------------------------------------------ summaries
 

@@ -45,7 +45,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
@@ -63,8 +62,6 @@ from fake_providers import (
     _messages_problem,
     _responses_problem,
     read_request,
-    serve_in_thread,
-    stop_served,
 )
 from real_agents import (
     _base_env,
@@ -74,6 +71,7 @@ from real_agents import (
     run_command,
     tomc_binary,
 )
+from tomc.testing.loopback import Served, serve_loopback
 
 __all__ = [
     "CLAUDE_README_COMMAND",
@@ -300,9 +298,7 @@ class SearchingModel:
         #: Every action, by call id (the ids are the model's own, so unique in a run).
         self.actions: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._served: Served | None = None
         self.port = 0
 
     @property
@@ -314,19 +310,16 @@ class SearchingModel:
         return f"{self.root_url}/v1"
 
     def __enter__(self) -> SearchingModel:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)
-        self._socket, self.port = sock, sock.getsockname()[1]
         app = Starlette(
             routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "HEAD"])]
         )
-        self._server, self._thread = serve_in_thread(app, sock, "searching model")
+        self._served = serve_loopback(app, "searching model", backlog=64)
+        self.port = self._served.port
         return self
 
     def __exit__(self, *exc: object) -> None:
-        stop_served(self._server, self._thread, self._socket)
+        if self._served is not None:
+            self._served.stop()
 
     # ------------------------------------------------------------------ routing
 

@@ -39,7 +39,6 @@ import argparse
 import asyncio
 import json
 import signal
-import socket
 import sys
 import threading
 import time
@@ -48,14 +47,13 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from . import wire
-from .loopback import Recorded, read_request, serve_in_thread, stop_served
+from .loopback import Recorded, Served, read_request, serve_in_thread, serve_loopback, stop_served
 from .provider_rules import BINDING_BETA, RULES, binding_beta
 from .replies import ProviderError, Reply, Usage
 
@@ -107,9 +105,7 @@ class FakeProvider:
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._served: Served | None = None
         self._listen_port = port  # 0: any free port
         self.port = port
 
@@ -150,24 +146,16 @@ class FakeProvider:
     # ------------------------------------------------------------------ lifecycle
 
     def __enter__(self) -> FakeProvider:
-        # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY only on accepted sockets whose
-        # proto says TCP. With proto 0, Nagle holds the body behind the headers until the
-        # client's delayed ACK, about 40 ms per response on Linux.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", self._listen_port))
-        except OSError:
-            sock.close()
-            raise
-        sock.listen(512)
-        self._socket, self.port = sock, sock.getsockname()[1]
-        self._server, self._thread = serve_in_thread(self.app(), sock, "fake-provider")
+        self._served = serve_loopback(
+            self.app(), "fake-provider", port=self._listen_port, backlog=512
+        )
+        self.port = self._served.port
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._closing.set()  # releases stalled handlers
-        stop_served(self._server, self._thread, self._socket)
+        if self._served is not None:
+            self._served.stop()
 
     def app(self) -> Starlette:
         routes = [
