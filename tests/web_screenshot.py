@@ -11,8 +11,12 @@ full-page PNG. The browser tests run the same steps, so the picture cannot drift
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -26,6 +30,40 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1440, "height": 900}
 DEFAULT_OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "web-inspector.png"
 SELECTED_ROW = '#ledger tbody tr[data-kind="state"][data-key="rollback_target"]'
+
+
+def browser_problem() -> str | None:
+    """Why the browser tests cannot run here, or ``None``."""
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -e '.[dev]')"
+    return None
+
+
+@contextlib.contextmanager
+def launched_chromium() -> Iterator[Any]:
+    """Debian's Chromium through Playwright, for a test's fixture: the test is skipped with the
+    reason when it cannot run, and fails instead under ``TOMC_REQUIRE_BROWSER=1`` (CI)."""
+    import pytest
+
+    problem = browser_problem()
+    if problem:
+        if os.environ.get("TOMC_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"TOMC_REQUIRE_BROWSER=1 but {problem}")
+        pytest.skip(f"browser tests need Chromium and Playwright: {problem}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
 def capture_page(page, base_url: str, output: Path) -> None:

@@ -8,7 +8,6 @@ Skipped with a reason when Chromium or Playwright is missing, unless ``TOMC_REQU
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 import tomc
 from tomc.web._app import load_example
 from tomc.web._server import make_server
-from web_screenshot import CHROMIUM, CHROMIUM_ARGS
+from web_screenshot import launched_chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 LAPTOP = {"width": 1440, "height": 900}
@@ -27,34 +26,13 @@ LIMIT = tomc.MAX_INTERACTIVE_CHARS
 TASK_LIMIT = tomc.MAX_TASK_CHARS
 
 
-def _browser_problem() -> str | None:
-    if not CHROMIUM.exists():
-        return f"{CHROMIUM} is missing (apt-get install chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed (pip install -e '.[dev]')"
-    return None
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    problem = _browser_problem()
-    if problem:
-        if os.environ.get("TOMC_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"TOMC_REQUIRE_BROWSER=1 but {problem}")
-        pytest.skip(f"browser tests need Chromium and Playwright: {problem}")
-    from playwright.sync_api import expect, sync_playwright
+    with launched_chromium() as chromium:
+        from playwright.sync_api import expect
 
-    expect.set_options(timeout=20_000)  # a busy 2-core CI box, not a performance claim
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+        expect.set_options(timeout=20_000)  # a busy 2-core CI box, not a performance claim
+        yield chromium
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ Screenshots go to ``test-artifacts/``.
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ from dialect_fixtures import chat_agent_request
 from gateway_helpers import status_page_gateway
 from status_fixtures import realistic_status
 from tomc._gateway.proxy.status_page import render_status_page
-from web_screenshot import CHROMIUM, CHROMIUM_ARGS
+from web_screenshot import launched_chromium
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 PHONE = {"width": 390, "height": 844}
@@ -35,20 +34,8 @@ LONG, SHORT = 40, 2
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        if os.environ.get("TOMC_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"TOMC_REQUIRE_BROWSER=1 but {CHROMIUM} is missing")
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with launched_chromium() as chromium:
+        yield chromium
 
 
 def open_page(browser: Any, width: int, minutes: int = LONG) -> Any:
