@@ -89,7 +89,7 @@ from fake_providers import (
     _responses_problem,
     read_request,
 )
-from tomc.testing.loopback import Served, serve_loopback
+from tomc.testing.loopback import LoopbackFake
 from tomc.testing.provider_rules import (
     drop_thinking,
     failing_thinking,
@@ -431,7 +431,7 @@ class AgentRequest:
 # ---------------------------------------------------------------------- the server
 
 
-class AgentUpstream:
+class AgentUpstream(LoopbackFake):
     """The scripted fake (see the module docstring)."""
 
     def __init__(
@@ -445,16 +445,6 @@ class AgentUpstream:
         self._lock = threading.Lock()
         self._anthropic_cache: dict[str, tuple[float, int]] = {}  # prefix hash -> expiry, tokens
         self._openai_cache: dict[str, tuple[float, int]] = {}
-        self._served: Served | None = None
-        self.port = 0
-
-    @property
-    def root_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.root_url}/v1"
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -462,13 +452,8 @@ class AgentUpstream:
         app = Starlette(
             routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "HEAD"])]
         )
-        self._served = serve_loopback(app, "agent upstream", backlog=128)
-        self.port = self._served.port
+        self._serve(app, "agent upstream", backlog=128)
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._served is not None:
-            self._served.stop()
 
     # ------------------------------------------------------------------ summaries
 

@@ -71,7 +71,7 @@ from real_agents import (
     run_command,
     tomc_binary,
 )
-from tomc.testing.loopback import Served, serve_loopback
+from tomc.testing.loopback import LoopbackFake
 
 __all__ = [
     "CLAUDE_README_COMMAND",
@@ -288,7 +288,7 @@ def _pieces(text: str, size: int = 60) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-class SearchingModel:
+class SearchingModel(LoopbackFake):
     """The loopback model (see the module docstring). ``with SearchingModel(plan) as model:``;
     ``model.root_url`` for Claude Code, ``model.base_url`` for Codex; ``model.requests``."""
 
@@ -298,28 +298,13 @@ class SearchingModel:
         #: Every action, by call id (the ids are the model's own, so unique in a run).
         self.actions: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
-        self._served: Served | None = None
-        self.port = 0
-
-    @property
-    def root_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.root_url}/v1"
 
     def __enter__(self) -> SearchingModel:
         app = Starlette(
             routes=[Route("/{path:path}", self._handle, methods=["GET", "POST", "HEAD"])]
         )
-        self._served = serve_loopback(app, "searching model", backlog=64)
-        self.port = self._served.port
+        self._serve(app, "searching model", backlog=64)
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._served is not None:
-            self._served.stop()
 
     # ------------------------------------------------------------------ routing
 

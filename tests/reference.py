@@ -186,6 +186,14 @@ def _humps_split(text: str) -> str:
     return "".join(out)
 
 
+def _line_terms(text: str) -> list[str]:
+    """A line's stemmed terms: the parts of its words, each word split where a lower-case
+    letter or digit meets a capital and at each ``_``."""
+    return [
+        stem(part) for token in word_tokens(_humps_split(text)) for part in token.split("_") if part
+    ]
+
+
 def reference_bm25(
     texts: Sequence[str], lengths: Sequence[int], terms: Sequence[str], k1: float, b: float
 ) -> dict[int, float]:
@@ -194,15 +202,7 @@ def reference_bm25(
     A line's tokens are the parts of its words: a word is split where a lower-case letter or
     digit meets a capital and at each ``_``, then each part is stemmed (query terms here hold no
     ``_``; a term written as an identifier is matched whole, tested on its own)."""
-    stemmed = [
-        [
-            stem(part)
-            for token in word_tokens(_humps_split(text))
-            for part in token.split("_")
-            if part
-        ]
-        for text in texts
-    ]
+    stemmed = [_line_terms(text) for text in texts]
     n = len(texts)
     average = (sum(lengths) / n) or 1.0
     scores: dict[int, float] = {}
@@ -225,15 +225,7 @@ def reference_clause_coverage(
     """For each line holding a term of some clause: the best, over clauses, of the idf-weighted
     share of the clause's words the line (or its whole segment) holds. Words are read as in
     :func:`reference_bm25`; idf is BM25's, over the lines."""
-    stemmed = [
-        {
-            stem(part)
-            for token in word_tokens(_humps_split(text))
-            for part in token.split("_")
-            if part
-        }
-        for text in texts
-    ]
+    stemmed = [set(_line_terms(text)) for text in texts]
     terms = {term for clause in clauses for term in clause}
     n = len(texts)
     idf = {}

@@ -53,7 +53,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from . import wire
-from .loopback import Recorded, Served, read_request, serve_in_thread, serve_loopback, stop_served
+from .loopback import LoopbackFake, Recorded, read_request, serve_in_thread, stop_served
 from .provider_rules import BINDING_BETA, RULES, binding_beta
 from .replies import ProviderError, Reply, Usage
 
@@ -81,7 +81,7 @@ class _Abort(Exception):
     """Raised inside a stream to drop the connection mid-body."""
 
 
-class FakeProvider:
+class FakeProvider(LoopbackFake):
     """A loopback fake of the providers' HTTP APIs (see the module docstring)."""
 
     def __init__(
@@ -105,7 +105,6 @@ class FakeProvider:
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._served: Served | None = None
         self._listen_port = port  # 0: any free port
         self.port = port
 
@@ -119,15 +118,6 @@ class FakeProvider:
         """Answer the next requests with these replies, in order; then ``reply`` again."""
         with self._lock:
             self._queue.extend(replies)
-
-    @property
-    def root_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI SDK's ``base_url`` (``.../v1``)."""
-        return f"{self.root_url}/v1"
 
     @property
     def anthropic_url(self) -> str:
@@ -146,16 +136,12 @@ class FakeProvider:
     # ------------------------------------------------------------------ lifecycle
 
     def __enter__(self) -> FakeProvider:
-        self._served = serve_loopback(
-            self.app(), "fake-provider", port=self._listen_port, backlog=512
-        )
-        self.port = self._served.port
+        self._serve(self.app(), "fake-provider", port=self._listen_port, backlog=512)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._closing.set()  # releases stalled handlers
-        if self._served is not None:
-            self._served.stop()
+        super().__exit__(*exc)
 
     def app(self) -> Starlette:
         routes = [

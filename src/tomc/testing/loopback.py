@@ -15,7 +15,15 @@ from typing import Any
 import uvicorn
 from starlette.requests import Request
 
-__all__ = ["Recorded", "Served", "read_request", "serve_in_thread", "serve_loopback", "stop_served"]
+__all__ = [
+    "LoopbackFake",
+    "Recorded",
+    "Served",
+    "read_request",
+    "serve_in_thread",
+    "serve_loopback",
+    "stop_served",
+]
 
 
 async def read_request(request: Request) -> tuple[bytes, Any, dict[str, str]]:
@@ -101,6 +109,31 @@ def serve_loopback(app: Any, name: str, *, port: int = 0, backlog: int = 128) ->
         sock.close()
         raise
     return Served(sock.getsockname()[1], server, thread, sock)
+
+
+class LoopbackFake:
+    """What a fake served on loopback shares: its port and URLs, how it starts (``_serve``, from
+    its ``__enter__``) and how it stops (leaving the ``with`` block)."""
+
+    port: int = 0
+    _served: Served | None = None
+
+    @property
+    def root_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI SDK's ``base_url`` (``.../v1``)."""
+        return f"{self.root_url}/v1"
+
+    def _serve(self, app: Any, name: str, *, port: int = 0, backlog: int = 128) -> None:
+        self._served = serve_loopback(app, name, port=port, backlog=backlog)
+        self.port = self._served.port
+
+    def __exit__(self, *exc: object) -> None:
+        if self._served is not None:
+            self._served.stop()
 
 
 @dataclass
