@@ -36,7 +36,8 @@ provider's documented caching rules:
   minimum cacheable length (4,096 tokens for Opus 4.5/4.6 and Haiku 4.5, 2,048 for Opus 4.7 and
   Sonnet 4.6, 1,024 for Opus 4.8 and the rest); ``input_tokens`` is only the uncached remainder,
   beside ``cache_creation_input_tokens`` (billed 1.25x, 2x for ``ttl: "1h"``) and
-  ``cache_read_input_tokens`` (0.1x); entries live 5 minutes from their last use (or 1 hour).
+  ``cache_read_input_tokens`` (0.1x; 0.05x on Claude Opus 5.5); entries live 5 minutes from
+  their last use (or 1 hour).
 - OpenAI (https://developers.openai.com/api/docs/guides/prompt-caching and
   https://github.com/openai/openai-cookbook/blob/main/examples/Prompt_Caching_201.ipynb):
   automatic exact-prefix caching for prompts of 1,024 tokens or more, hits in 128-token
@@ -44,7 +45,8 @@ provider's documented caching rules:
   reported as ``usage.input_tokens_details.cached_tokens`` and billed 0.1x. From the GPT-5.6
   family on (gpt-5.6-*, gpt-6*; https://developers.openai.com/api/docs/guides/prompt-caching)
   cache writes cost 1.25x the uncached rate: the uncached part of such a prompt is reported as
-  ``cache_write_tokens`` and billed so.
+  ``cache_write_tokens`` and billed so. GPT-6.2 Sol reads at 0.05x and keeps a prefix 30 minutes
+  (https://developers.openai.com/api/docs/models/gpt-6.2-sol).
 
 **Preserved thinking** (the rules and their sources: :mod:`tomc.testing.provider_rules`): every
 ``thinking`` block this fake returns carries a signature bound to its prefix -- ``system``,
@@ -127,6 +129,18 @@ PRESERVED_THINKING_MODELS = (
 )
 ANTHROPIC_TTL_S = {"5m": 300.0, "1h": 3600.0}
 OPENAI_TTL_S = 600.0
+#: Models whose documented cache reads cost other than 0.1x uncached input (first prefix that
+#: matches): Claude Opus 5.5 $0.20 vs $4 per MTok
+#: (platform.claude.com/docs/en/models/opus-5-5/overview); GPT-6.2 Sol $0.10 vs $2
+#: (developers.openai.com/api/docs/models/gpt-6.2-sol).
+CACHE_READ_PRICE = (("claude-opus-5-5", 0.05), ("gpt-6.2-sol", 0.05))
+#: OpenAI models whose default retention is longer than in-memory caching: GPT-6.2 Sol keeps
+#: a prefix 30 minutes (the same page).
+OPENAI_RETENTION_S = (("gpt-6.2-sol", 1800.0),)
+
+
+def _by_model(table: tuple[tuple[str, float], ...], model: str, default: float) -> float:
+    return next((value for prefix, value in table if model.startswith(prefix)), default)
 #: The minimum cacheable prompt per model family (first match wins).
 ANTHROPIC_MIN_CACHEABLE = (
     ("claude-opus-4-5", 4096),
@@ -410,18 +424,21 @@ class AgentRequest:
     edits_present: dict[str, bool] = field(default_factory=dict)
     dropped_thinking: list[str] = field(default_factory=list)
     received_at: float = 0.0
+    model: str = ""
 
     @property
     def billed_input(self) -> float:
+        """The input billed, at the prices the provider documents for the request's model."""
+        read = _by_model(CACHE_READ_PRICE, self.model, 0.1)
         if self.api == "anthropic":
             return (
                 self.input_tokens
                 + 1.25 * (self.cache_write_tokens - self.cache_write_1h_tokens)
                 + 2.0 * self.cache_write_1h_tokens
-                + 0.1 * self.cache_read_tokens
+                + read * self.cache_read_tokens
             )
         uncached = self.prompt_tokens - self.cache_read_tokens - self.cache_write_tokens
-        return uncached + 1.25 * self.cache_write_tokens + 0.1 * self.cache_read_tokens
+        return uncached + 1.25 * self.cache_write_tokens + read * self.cache_read_tokens
 
     @property
     def is_model_call(self) -> bool:
@@ -488,6 +505,7 @@ class AgentUpstream(LoopbackFake):
                 raw_size=len(raw),
                 api=api,
                 received_at=time.time(),
+                model=str(body.get("model", "")) if isinstance(body, Mapping) else "",
             )
             self.requests.append(record)
         if path in ("", "/") or request.method == "HEAD":
@@ -846,7 +864,8 @@ class AgentUpstream(LoopbackFake):
         cached = (best // 128) * 128 if best >= 1024 else 0
         if total >= 1024:
             for key, size in boundaries:
-                cache[key] = (now + self.script.ttl_s(OPENAI_TTL_S), size)
+                retention = _by_model(OPENAI_RETENTION_S, str(body.get("model", "")), OPENAI_TTL_S)
+                cache[key] = (now + self.script.ttl_s(retention), size)
         record.prompt_tokens = total
         record.cache_read_tokens = cached
         record.input_tokens = total - cached

@@ -70,6 +70,7 @@ PUBLIC = {
         "COMPACTION",
         "CacheBilling",
         "CachePricing",
+        "CacheTerms",
         "DEFAULT_DIALECT",
         "DIALECTS",
         "Dialect",

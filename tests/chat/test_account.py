@@ -16,7 +16,7 @@ from tomc._simulation.simulate import _Pricer, _Tokens, memory_marks
 from tomc._simulation.workloads import agent_workload
 from tomc.chat import AutomaticChatSession
 from tomc.chat._state import ConversationState
-from tomc.chat.dialects import DIALECTS, CachePricing
+from tomc.chat.dialects import DIALECTS, CachePricing, CacheTerms
 
 START = 1_800_000_000.0
 
@@ -47,6 +47,43 @@ def test_each_format_reads_its_cache_prices_from_the_request():
     assert responses.cache_pricing({"model": "gpt-4o"}) == CachePricing(1.0, 0.1, 600.0)
     kept = {"model": "gpt-4o", "prompt_cache_retention": "24h"}
     assert chat.cache_pricing(kept) == CachePricing(1.0, 0.1, 86_400.0)
+
+
+def test_a_models_own_terms_replace_the_formats_figures():
+    opus = CacheTerms(read=0.05)
+    assert opus.price(CachePricing(1.25, 0.1, 300.0)) == CachePricing(1.25, 0.05, 300.0)
+    assert opus.price(CachePricing(2.0, 0.1, 3600.0)) == CachePricing(2.0, 0.05, 3600.0)
+    sol = CacheTerms(read=0.05, ttl_s=1800)
+    assert sol.price(CachePricing(1.25, 0.1, 600.0)) == CachePricing(1.25, 0.05, 1800.0)
+    # A request that asks for a longer retention keeps it.
+    assert sol.price(CachePricing(1.25, 0.1, 86_400.0)).ttl_s == 86_400.0
+    deepseek = CacheTerms(read=0.02, write=1.0)
+    assert deepseek.price(CachePricing(2.0, 0.1, 3600.0)) == CachePricing(1.0, 0.02, 3600.0)
+    with pytest.raises(ValueError, match="less than a write"):
+        CacheTerms(read=1.0, write=1.0)
+
+
+def test_a_session_prices_requests_at_the_models_own_terms():
+    """Two requests 15 minutes apart: the format's 10 minutes have passed (everything is written
+    again), the model's own 30-minute retention still reads the first prompt, at 0.02x."""
+    history = long_history()
+    profiles = {
+        "plain-model": {"context_window": 1_000_000},
+        "cheap-reads": {"context_window": 1_000_000, "cache": {"read": 0.02, "ttl_s": 1800}},
+    }
+    bills = {}
+    for model in profiles:
+        session = AutomaticChatSession(model_profiles=profiles, compile_floor=10**9)
+        for cut, at in ((history[:-2], START), (history, START + 900.0)):
+            body = {"model": model, "messages": cut, "max_tokens": 1024}
+            decision = session.prepare_request(body, api="chat", now=at).decision
+            assert decision.action == "passthrough"
+            if at == START:
+                first = session.state.account.direct_prompt
+        second = session.state.account.direct_prompt
+        bills[model] = session.state.account.direct
+    assert bills["plain-model"] == pytest.approx(first + second)
+    assert bills["cheap-reads"] == pytest.approx(first + 0.02 * first + (second - first))
 
 
 @pytest.mark.parametrize(

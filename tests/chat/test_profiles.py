@@ -9,6 +9,7 @@ import pytest
 
 from tomc._core.errors import InvalidOptionError
 from tomc.chat._profiles import ModelProfile, ProfileTable, bundled_profiles, effective_window
+from tomc.chat.dialects import CacheTerms
 
 
 def test_every_bundled_entry_has_limits_and_a_source():
@@ -34,6 +35,37 @@ def test_overrides_and_validation():
     assert table.get("mine") == ModelProfile("mine", 32_000, None, "", "deployment docs")
     with pytest.raises(InvalidOptionError):
         ProfileTable({"bad": {"context_window": 0}})
+
+
+def test_cache_terms_are_read_from_an_entry_and_checked_by_name():
+    table = ProfileTable({"mine": {"context_window": 32_000, "cache": {"read": 0.02, "write": 1}}})
+    assert table.get("mine").cache == CacheTerms(read=0.02, write=1.0)
+    assert ProfileTable().get("gpt-4o").cache is None  # the format's rules
+    bad = [
+        ({"read": -0.1}, "read"),
+        ({"write": 0}, "write"),
+        ({"read": 1.5, "write": 1.25}, "less than a write"),
+        ({"reads": 0.1}, "unknown cache key 'reads'"),
+        ({"ttl_s": "5m"}, "ttl_s"),
+        (0.1, "cache must be a mapping"),
+    ]
+    for cache, message in bad:
+        with pytest.raises(InvalidOptionError, match=message):
+            ProfileTable({"bad": {"context_window": 1000, "cache": cache}})
+
+
+def test_the_bundled_cache_terms_are_the_documented_ones():
+    """Each ``cache`` entry agrees with the prices its source note quotes."""
+    table = ProfileTable()
+    assert table.get("claude-opus-5-5").cache == CacheTerms(read=0.05)
+    assert table.get("claude-opus-5").cache is None  # 0.1x, Anthropic's rule
+    assert table.get("gpt-6.2-sol").cache == CacheTerms(read=0.05, ttl_s=1800)
+    for model in ("deepseek-flash", "deepseek-v4-flash", "deepseek/deepseek-flash"):
+        assert table.get(model).cache == CacheTerms(read=0.02, write=1.0), model
+    assert table.get("kimi-k3").cache == CacheTerms(read=0.1, write=1.0)
+    for name, profile in bundled_profiles().items():
+        if profile.cache is not None and profile.cache.read is not None:
+            assert f"{profile.cache.read}x" in profile.source, name
 
 
 def test_effective_window_is_the_smaller_known_limit():

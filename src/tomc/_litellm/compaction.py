@@ -228,6 +228,7 @@ class LiteLLMCompactor:
         try:
             usage = usage_of(response, pending.dialect) if status < 400 else None
             if conversation is not None and usage is not None:
+                usage = conversation.priced(usage, pending.decision)
                 conversation.session.observe_usage(usage.prompt_tokens)
                 conversation.note_usage(usage)
                 pending.checkout.changed()

@@ -19,6 +19,7 @@ from typing import Any
 
 from .._core.errors import InvalidOptionError
 from .._core.tokens import BPE_ENCODINGS
+from .dialects import CacheTerms
 
 __all__ = ["ModelProfile", "ProfileTable", "bundled_profiles", "effective_window"]
 
@@ -52,6 +53,9 @@ class ModelProfile:
     source: str = ""
     #: The model's BPE encoding, where published (``o200k_base``): fit decisions count exactly.
     encoding: str | None = None
+    #: The model's own prompt-cache prices and lifetime where they differ from its API
+    #: format's rules (``"cache": {"read": 0.05}`` in the table).
+    cache: CacheTerms | None = None
 
     @classmethod
     def from_mapping(cls, model: str, data: Mapping[str, Any]) -> ModelProfile:
@@ -73,7 +77,31 @@ class ModelProfile:
             provider=str(data.get("provider", "")),
             source=str(data.get("source", "")),
             encoding=encoding,
+            cache=_cache_terms(model, data.get("cache")),
         )
+
+
+_CACHE_KEYS = ("read", "write", "ttl_s")
+
+
+def _cache_terms(model: str, data: Any) -> CacheTerms | None:
+    """A profile's ``cache`` entry (``read``, ``write``, ``ttl_s``), checked."""
+    if data is None or isinstance(data, CacheTerms):
+        return data
+    if not isinstance(data, Mapping):
+        raise InvalidOptionError(
+            f"profile {model!r}: cache must be a mapping of {', '.join(_CACHE_KEYS)}"
+        )
+    unknown = sorted(set(data) - set(_CACHE_KEYS))
+    if unknown:
+        raise InvalidOptionError(
+            f"profile {model!r}: unknown cache key {unknown[0]!r} "
+            f"(expected {', '.join(_CACHE_KEYS)})"
+        )
+    try:
+        return CacheTerms(**{key: data[key] for key in _CACHE_KEYS if key in data})
+    except ValueError as exc:
+        raise InvalidOptionError(f"profile {model!r}: {exc}") from None
 
 
 @lru_cache(maxsize=1)

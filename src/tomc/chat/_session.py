@@ -32,7 +32,7 @@ from ._plan import PreparedRequest
 from ._policy import Caches, decide, plan_request
 from ._profiles import ModelProfile, ProfileTable
 from ._state import ConversationState
-from .dialects import dialect_for
+from .dialects import CachePricing, Dialect, dialect_for
 from .dialects._base import cached_size, prompt_size
 
 __all__ = ["AutomaticChatSession", "PreparedRequest"]
@@ -275,6 +275,19 @@ class AutomaticChatSession:
         )
         return prepared.body["messages"], prepared.decision
 
+    def _pricing(
+        self, dialect: Dialect, request: Mapping[str, Any], cache_ttl_s: float | None
+    ) -> CachePricing:
+        """The request's cache prices: its format's, the model's own terms where its profile
+        has them, and the lifetime the call or the options name."""
+        pricing = dialect.cache_pricing(request)
+        model = request.get("model")
+        profile = self._caches.profiles.get(model) if isinstance(model, str) else None
+        if profile is not None and profile.cache is not None:
+            pricing = profile.cache.price(pricing)
+        ttl = cache_ttl_s if cache_ttl_s is not None else self.options.cache_ttl_s
+        return pricing if ttl is None else replace(pricing, ttl_s=float(ttl))
+
     def prepare_request(
         self,
         request: Mapping[str, Any],
@@ -294,15 +307,12 @@ class AutomaticChatSession:
         On pass-through the body is the very ``request`` object (as a dict). ``now`` is when the
         request is sent, in seconds since the epoch (default: the clock): the cost account
         compares it with the provider's cache lifetime (``cache_ttl_s`` for this request, else
-        the option, else what the request's format says).
+        the option, else what the model's profile and the request's format say).
         """
         started = time.perf_counter()
         now = time.time() if now is None else now
         dialect = dialect_for(api or self.options.api, request)
-        pricing = dialect.cache_pricing(request)
-        ttl = cache_ttl_s if cache_ttl_s is not None else self.options.cache_ttl_s
-        if ttl is not None:
-            pricing = replace(pricing, ttl_s=float(ttl))
+        pricing = self._pricing(dialect, request, cache_ttl_s)
         if thinking_prefix is not None:
             check_choice("thinking_prefix", thinking_prefix, THINKING_PREFIX)
         with self._lock:

@@ -239,6 +239,26 @@ def test_usage_of_all_three_formats_is_kept_across_a_restart(fake, tmp_path):
     assert cli.to_dict()["traffic"]["totals"]["billed_input"] == again["totals"]["billed_input"]
 
 
+def test_a_model_with_cache_prices_of_its_own_is_billed_at_them(fake):
+    """Claude Opus 5.5 reads its cache at 0.05x, DeepSeek's deepseek-flash at 0.02x: the ledger,
+    the live conversation and the total bill each at its model's prices."""
+    fake.configure(usage=Usage(input_tokens=900, cache_write_tokens=100, cache_read_tokens=9000))
+    body = {**claude_code_request(2, thinking=False), "model": "claude-opus-5-5"}
+    chat = {**chat_agent_request(4), "model": "deepseek-flash"}
+    with gateway_on(fake, None) as (base, gateway):
+        claude(base).messages.create(**body)
+        gpt(base).chat.completions.create(**chat)
+        status = status_json(base, 2)
+        live = {c["api"]: c["last_request"] for c in gateway.status()["conversations"]}
+    by_api = {c["api"]: c for c in status["traffic"]["conversations"]}
+    opus, deepseek = 900 + 1.25 * 100 + 0.05 * 9000, 1000 + 0.02 * 9000
+    assert by_api["messages"]["billed_input"] == pytest.approx(opus)
+    assert by_api["chat"]["billed_input"] == pytest.approx(deepseek)
+    assert status["traffic"]["totals"]["billed_input"] == pytest.approx(opus + deepseek)
+    assert live["messages"]["provider"]["billed_input"] == pytest.approx(opus, abs=0.1)
+    assert live["chat"]["provider"]["billed_input"] == pytest.approx(deepseek, abs=0.1)
+
+
 def test_rewritten_requests_are_counted_and_estimated_direct(fake):
     body = chat_agent_request(14)
     limit = int(request_tokens("chat", body) * 0.6)

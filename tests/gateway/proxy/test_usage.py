@@ -20,7 +20,7 @@ from tomc._gateway.proxy.metering.usage import (
     estimate_direct,
     usage_from_json,
 )
-from tomc.chat.dialects import DIALECTS
+from tomc.chat.dialects import DIALECTS, CacheTerms
 from tomc.testing import wire
 from tomc.testing.wire import Reply, Usage
 
@@ -232,6 +232,21 @@ def test_billing_rules():
     ]
 
 
+def test_a_models_own_cache_prices_replace_its_familys():
+    usage = ProviderUsage(ANTHROPIC, 10_000, cache_read_tokens=9000, cache_write_tokens=100)
+    opus_5_5 = usage.priced(CacheTerms(read=0.05))
+    assert opus_5_5.billed_input == pytest.approx(900 + 1.25 * 100 + 0.05 * 9000)
+    # DeepSeek's Anthropic-format endpoint bills no cache write.
+    deepseek = usage.priced(CacheTerms(read=0.02, write=1.0))
+    assert deepseek.billed_input == pytest.approx(900 + 100 + 0.02 * 9000)
+    # OpenAI's family does not tell writes apart: only the read price changes.
+    openai = ProviderUsage(OPENAI, 10_000, cache_read_tokens=9000, cache_write_tokens=100)
+    assert openai.priced(CacheTerms(read=0.05, write=2.0)).billed_input == pytest.approx(
+        1000 + 0.05 * 9000
+    )
+    assert usage.priced(None) is usage and usage.priced(None).billed_input == usage.billed_input
+
+
 # ---------------------------------------------------------------------- the direct estimate
 
 
@@ -267,6 +282,19 @@ def test_anthropic_rewritten_request_is_scaled_and_cached_as_an_append_only_hist
     assert direct(usage, caching_seen=False)[1] == 20_000
     # The cached part never exceeds the prompt.
     assert direct(usage, previous_prompt=50_000, seconds_since_previous=1)[1] == 0.1 * 20_000
+
+
+def test_the_direct_estimate_uses_the_models_prices_and_longer_retention():
+    usage = ProviderUsage(OPENAI, 10_000, cache_read_tokens=4096).priced(
+        CacheTerms(read=0.05, ttl_s=1800)
+    )
+    cached = 15_000 // 128 * 128
+    # 20 minutes later the model's 30-minute retention still holds the previous prompt.
+    prompt, billed = direct(usage, previous_prompt=15_000, seconds_since_previous=1200)
+    assert (prompt, billed) == (20_000, pytest.approx((20_000 - cached) + 0.05 * cached))
+    assert direct(usage, previous_prompt=15_000, seconds_since_previous=1801)[1] == 20_000
+    plain = ProviderUsage(OPENAI, 10_000, cache_read_tokens=4096)
+    assert direct(plain, previous_prompt=15_000, seconds_since_previous=1200)[1] == 20_000
 
 
 def test_openai_rewritten_request_caches_from_1024_in_steps_of_128():

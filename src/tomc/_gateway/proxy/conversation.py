@@ -71,6 +71,14 @@ class ConversationRecord:
         if self.last_decision is not None:
             self.failures += 1
 
+    def priced(self, usage: ProviderUsage, decision: Decision | None) -> ProviderUsage:
+        """``usage`` billed at the cache prices of the decision's model where the session's
+        profiles give it prices of its own (``decision`` ``None``: the family's)."""
+        if decision is None or not decision.model:
+            return usage
+        profile = self.session.profiles.get(decision.model)
+        return usage.priced(profile.cache if profile is not None else None)
+
     def note_usage(self, usage: ProviderUsage) -> None:
         """The provider's side of the latest request: what it counted, read from its cache,
         wrote to it and billed (logged, and shown in the status as ``last_request``)."""

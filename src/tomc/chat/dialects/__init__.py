@@ -30,7 +30,7 @@ from .._conversation import (
     pairing_problems,
 )
 from ._base import BaseDialect, Dialect, PassThrough, canonical_digest
-from ._pricing import ANTHROPIC_BILLING, OPENAI_BILLING, CacheBilling, CachePricing
+from ._pricing import ANTHROPIC_BILLING, OPENAI_BILLING, CacheBilling, CachePricing, CacheTerms
 from ._registry import (
     DEFAULT_DIALECT,
     DIALECTS,
@@ -57,6 +57,7 @@ __all__ = [
     "BaseDialect",
     "CacheBilling",
     "CachePricing",
+    "CacheTerms",
     "Dialect",
     "Entry",
     "PassThrough",

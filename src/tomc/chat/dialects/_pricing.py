@@ -14,6 +14,10 @@ rewrite with them; each dialect reads them from its own request (``cache_pricing
   prefixes live 5 to 10 minutes without use (in memory, taken here as 10), 24 hours with
   ``"prompt_cache_retention": "24h"`` (developers.openai.com, prompt caching).
 
+A model can have prices of its own (Claude Opus 5.5 reads at 0.05x, DeepSeek at 0.02x and never
+bills a write): its profile's :class:`CacheTerms` override the format's figures, for the session's
+account and for the gateway's usage book alike.
+
 A :class:`CacheBilling` is how one billing family (a dialect's ``cache_billing``) turns a
 provider's reported usage into billed input: the gateway's usage book
 (``tomc._gateway.proxy.metering.usage``) and the cache simulation (:mod:`tomc._simulation.simulate`)
@@ -35,6 +39,7 @@ __all__ = [
     "OPENAI_TTL_S",
     "CacheBilling",
     "CachePricing",
+    "CacheTerms",
     "anthropic_pricing",
     "openai_pricing",
 ]
@@ -61,6 +66,52 @@ class CachePricing:
     def __post_init__(self) -> None:
         if not (self.write > 0 and 0 <= self.read < self.write and self.ttl_s >= 0):
             raise ValueError(f"cache prices must satisfy 0 <= read < write, ttl >= 0: {self}")
+
+
+@dataclass(frozen=True)
+class CacheTerms:
+    """One model's own prompt-cache terms, where they differ from its API format's rules.
+
+    ``read`` and ``write`` are prices relative to an uncached input token; each replaces the
+    format's figure for every request to the model (so set ``write`` only where the provider
+    has one write price whatever the request asks, as DeepSeek, which bills none). ``ttl_s`` is
+    how long the model's default retention keeps a prefix; a request that asks for a longer
+    one keeps its own. ``None`` leaves the format's figure.
+    """
+
+    read: float | None = None
+    write: float | None = None
+    ttl_s: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("read", "write", "ttl_s"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+            ):
+                raise ValueError(f"cache {name} must be a non-negative number, not {value!r}")
+        if self.write is not None and self.write <= 0:
+            raise ValueError(f"cache write must be positive, not {self.write!r}")
+        if self.read is not None and self.write is not None and self.read >= self.write:
+            raise ValueError(f"cache read ({self.read}) must cost less than a write ({self.write})")
+
+    def price(self, pricing: CachePricing) -> CachePricing:
+        """``pricing`` (the format's, for one request) with this model's terms."""
+        ttl = pricing.ttl_s if self.ttl_s is None else max(pricing.ttl_s, float(self.ttl_s))
+        return CachePricing(
+            pricing.write if self.write is None else float(self.write),
+            pricing.read if self.read is None else float(self.read),
+            ttl,
+        )
+
+    def bill(self, rules: CacheBilling) -> CacheBilling:
+        """A billing family's rules with this model's prices (its write price only where the
+        family tells writes apart)."""
+        write = rules.write
+        if write is not None and self.write is not None:
+            write = float(self.write)
+        read = rules.read if self.read is None else float(self.read)
+        return CacheBilling(rules.family, write, read, rules.min_prefix, rules.step)
 
 
 #: A format that says nothing of its cache is priced as the dearest documented one: writes at

@@ -76,7 +76,7 @@ class Meter:
         if conversation is not None and prompt_tokens is not None and status < 400:
             # The whole usage when it was read (its cache reads check what the session priced
             # a rewrite at), else the prompt size alone.
-            usage = self.sniffer.usage if self.sniffer is not None else None
+            usage = self._usage()
             whole = usage is not None and usage.prompt_tokens == prompt_tokens
             conversation.session.observe_usage(usage if whole else prompt_tokens)
             assert checkout is not None
@@ -93,14 +93,22 @@ class Meter:
         if self.checkout is not None and not self.finished and not streaming:
             self._spawn(self.checkout.finish())
 
+    def _usage(self) -> ProviderUsage | None:
+        """The answer's usage, billed at its model's own cache prices where its profile (in the
+        conversation's session) gives them."""
+        usage = self.sniffer.usage if self.sniffer is not None else None
+        if usage is None or self.conversation is None:
+            return usage
+        return self.conversation.priced(usage, self.decision)
+
     def _record(self, status: int) -> None:
         """Hand a finished request's figures to the ledger (never fails the request)."""
         api = self.exchange.api
         if api is None and status < 400:
             return  # a path only forwarded counts only when the upstream refused it
-        conversation, sniffer = self.conversation, self.sniffer
+        conversation = self.conversation
         try:
-            usage = sniffer.usage if sniffer is not None and status < 400 else None
+            usage = self._usage() if status < 400 else None
             key = conversation.key if conversation is not None else ""
             if usage is not None and conversation is not None:  # the request's account
                 conversation.note_usage(usage)

@@ -49,11 +49,13 @@ UNITS = "uncached-input-token equivalents, not money"
 METHOD_TEXT = (
     "Billed input weighs the provider's reported input tokens by their price relative to an "
     "uncached input token: Anthropic input + 1.25 x cache writes + 0.1 x cache reads; OpenAI "
-    "uncached input + 0.1 x cached. Going direct is an estimate, per request: a request TOMC "
-    "sent unchanged cost what it cost; a rewritten one's original prompt is the reported prompt "
-    "times TOMC's own count before / after the rewrite, with the conversation's previous direct "
-    "prompt read from the cache if it came within 5 minutes, at the provider's cache prices. "
-    "Output, which TOMC does not change, is left out."
+    "uncached input + 0.1 x cached; a model whose profile gives cache prices of its own "
+    "(Claude Opus 5.5 reads at 0.05, DeepSeek at 0.02 and bills no writes) at those. Going "
+    "direct is an estimate, per request: a request TOMC sent unchanged cost what it cost; a "
+    "rewritten one's original prompt is the reported prompt times TOMC's own count before / "
+    "after the rewrite, with the conversation's previous direct prompt read from the cache if"
+    " it came within 5 minutes (or the model's longer retention), at the provider's cache "
+    "prices. Output, which TOMC does not change, is left out."
 )
 
 

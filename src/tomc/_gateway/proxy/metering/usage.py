@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ....chat.dialects import (
     ANTHROPIC_BILLING,
     DIALECTS,
     OPENAI_BILLING,
+    CacheBilling,
+    CacheTerms,
     WireUsage,
     billing_rules,
 )
@@ -91,6 +93,19 @@ class ProviderUsage:
     cache_write_tokens: int = 0
     output_tokens: int | None = None
     thinking_dropped: int | None = None
+    #: The model's own cache prices (its profile's), where they differ from the family's.
+    terms: CacheTerms | None = None
+
+    @property
+    def rules(self) -> CacheBilling:
+        """How this response's cached input is billed: the family's rules with the model's
+        own prices."""
+        rules = billing_rules(self.billing)
+        return rules if self.terms is None else self.terms.bill(rules)
+
+    def priced(self, terms: CacheTerms | None) -> ProviderUsage:
+        """The same figures, billed at a model's own cache prices (``None``: the family's)."""
+        return self if terms == self.terms else replace(self, terms=terms)
 
     @property
     def uncached_tokens(self) -> int:
@@ -124,7 +139,7 @@ def billed_input(usage: ProviderUsage) -> float:
     - OpenAI: ``(input - cached) + 0.1 x cached`` (writes cost nothing extra).
     """
     read = usage.cache_read_tokens
-    rules = billing_rules(usage.billing)
+    rules = usage.rules
     if rules.write is not None:  # writes told apart
         return usage.uncached_tokens + rules.write * usage.cache_write_tokens + rules.read * read
     return max(0, usage.prompt_tokens - read) + rules.read * read
@@ -202,6 +217,12 @@ class DirectEstimate:
     billed_input: float
 
 
+def _lifetime(usage: ProviderUsage) -> float:
+    """How long a cached prefix lives: :data:`CACHE_TTL_S`, or the model's longer default."""
+    ttl = usage.terms.ttl_s if usage.terms is not None else None
+    return CACHE_TTL_S if ttl is None else max(CACHE_TTL_S, float(ttl))
+
+
 def estimate_direct(
     usage: ProviderUsage,
     *,
@@ -221,7 +242,10 @@ def estimate_direct(
       and after the rewrite (``prompt_tokens x tokens_before / tokens_after``);
     - an agent's history only grows, so going direct would have found cached the previous
       direct prompt of the same conversation (``previous_prompt``), provided it came within
-      :data:`CACHE_TTL_S` (else nothing is cached), and never more than the current prompt;
+      :data:`CACHE_TTL_S` or the model's longer default retention (else nothing is cached),
+      and never more than the current prompt;
+    - cache prices are the model's own where its profile gives them (:class:`CacheTerms`),
+      else the family's:
     - Anthropic: the cached part is read at 0.1, the rest written at 1.25 when the
       conversation's real requests used caching at all (``caching_seen``), else billed at 1.0;
     - OpenAI: the cached part counts only from 1,024 tokens, rounded down to a multiple of
@@ -233,10 +257,10 @@ def estimate_direct(
     fresh = (
         previous_prompt is not None
         and seconds_since_previous is not None
-        and 0 <= seconds_since_previous <= CACHE_TTL_S
+        and 0 <= seconds_since_previous <= _lifetime(usage)
     )
     cached = min(float(previous_prompt or 0.0), prompt) if fresh else 0.0
-    rules = billing_rules(usage.billing)
+    rules = usage.rules
     if rules.write is not None:  # writes told apart
         rest_rate = rules.write if caching_seen else 1.0
         return DirectEstimate(prompt, rules.read * cached + rest_rate * (prompt - cached))
