@@ -282,9 +282,20 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
         os.chmod(temp, mode)
         os.replace(temp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
+        _discard(temp)
         raise
+
+
+def _discard(temp: str) -> None:
+    """Delete a temporary file that could not take its place. On Windows a read-only file
+    cannot be deleted, and the temporary one has the (read-only) mode of the file it was to
+    replace: it is made writable first."""
+    with contextlib.suppress(OSError):
+        os.unlink(temp)
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(temp, stat.S_IREAD | stat.S_IWRITE)
+        os.unlink(temp)
 
 
 # What mkstemp puts after the prefix: eight of these characters (CPython's tempfile).

@@ -286,6 +286,20 @@ def test_codex_custom_provider_round_trip(env: dict[str, str], live_port: int) -
     assert config.read_bytes() == original
 
 
+def test_a_crlf_codex_config_keeps_crlf_on_every_line(env: dict[str, str], live_port: int) -> None:
+    config = home(env) / ".codex" / "config.toml"
+    config.parent.mkdir(parents=True)
+    original = CODEX_CONFIG.replace("\n", "\r\n").encode("utf-8")
+    config.write_bytes(original)
+    activate("codex", port=live_port, home=tomc_home(env), environ=env)
+    activated = config.read_bytes()
+    assert b"TOMC gateway" in activated
+    assert activated.count(b"\n") == activated.count(b"\r\n")
+    assert tomllib.loads(activated.decode("utf-8"))["model_provider"] == "tomc"
+    restore_direct("codex", home=tomc_home(env), environ=env)
+    assert config.read_bytes() == original
+
+
 def test_codex_key_level_restore_keeps_user_tables(env: dict[str, str], live_port: int) -> None:
     config = home(env) / ".codex" / "config.toml"
     write(config, CODEX_CONFIG)
@@ -593,6 +607,8 @@ def test_login_entry_installed_and_removed(
     restore_direct(home=tomc_home(env), environ=env, runner=runner)
     assert runner.commands == list(entry.remove)
     assert not entry.path.exists() and not (folder / "login.json").exists()
+    # The Task Scheduler's XML lived in the gateway folder's own login folder: gone with it.
+    assert not (folder / "login").exists()
 
 
 def test_login_entry_starts_the_gateway_when_none_answers(

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gateway_helpers import free_port, gateway, isolated_env
+from tomc._core.errors import GatewayError
 from tomc._gateway.local.activation import activate, restore_direct
 from tomc._gateway.settings import gateway_dir
 
@@ -96,4 +97,35 @@ def test_activate_removes_leftovers_of_the_backup_and_the_config(
     assert temp_files(activations, "codex.original") == []
     assert temp_files(config.parent, "config.toml") == []
     restore_direct("codex", home=env["TOMC_HOME"], environ=env)
+    assert config.read_text() == CONFIG
+
+
+def test_a_read_only_config_is_refused_and_leaves_nothing_beside_it(
+    tmp_path: Path, live_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows refuses to replace a read-only file and to delete one; the writer's temporary
+    file takes the read-only mode of the file it was to replace. Emulated here (as root on
+    Linux neither is refused): the activation fails naming the file, and nothing is left."""
+    env = isolated_env(tmp_path)
+    config = Path(env["HOME"]) / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(CONFIG)
+    config.chmod(0o444)
+    real_unlink, real_replace = os.unlink, os.replace
+
+    def replace(source: str, target: str) -> None:
+        if os.path.exists(target) and not os.stat(target).st_mode & 0o200:
+            raise PermissionError(13, "Access is denied", str(target))
+        real_replace(source, target)
+
+    def unlink(path: str, *args: object, **kwargs: object) -> None:
+        if os.path.exists(path) and not os.stat(path).st_mode & 0o200:
+            raise PermissionError(13, "Access is denied", str(path))
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(os, "unlink", unlink)
+    with pytest.raises(GatewayError, match=r"cannot write .*config\.toml: Access is denied"):
+        activate("codex", port=live_port, home=env["TOMC_HOME"], environ=env)
+    assert temp_files(config.parent, "config.toml") == []
     assert config.read_text() == CONFIG

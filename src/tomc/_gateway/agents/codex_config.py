@@ -14,6 +14,7 @@ user's comments, order and formatting stay as they were.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,6 +245,9 @@ def codex_activate(
     )
 
 
+_BARE_LF = re.compile(r"(?<!\r)\n")
+
+
 def _table_item(values: Mapping[str, Any], *, inline: bool) -> Any:
     """A TOML table (or inline table) of ``values``; nested tables are written inline, the
     way a provider's ``query_params`` and ``http_headers`` usually are."""
@@ -259,6 +263,10 @@ def _render(doc: tomlkit.TOMLDocument, before: str) -> str:
     text = doc.as_string()
     if text.endswith("\n\n") and not before.endswith("\n\n"):
         text = text[:-1]  # the table's blank line, when it landed at the end of the file
+    if "\r\n" in before and before.count("\r\n") == before.count("\n"):
+        # tomlkit ends the lines it adds with LF alone: a CRLF file (Notepad's, Windows
+        # editors') keeps CRLF on every line.
+        text = _BARE_LF.sub("\r\n", text)
     return text
 
 

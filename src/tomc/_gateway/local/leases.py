@@ -17,6 +17,9 @@ Files in the gateway folder (``<TOMC home>/gateway``):
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.wintypes
+import functools
 import json
 import os
 import signal
@@ -102,19 +105,38 @@ def pid_alive(pid: int) -> bool:
 
 
 def _windows_pid_alive(pid: int) -> bool:  # pragma: no cover - Windows only
-    import ctypes
-
-    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
-    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    kernel32 = _kernel32()
+    handle = kernel32.OpenProcess(_QUERY_LIMITED_INFORMATION, False, pid)
     if not handle:
         return False
     try:
-        code = ctypes.c_ulong()
+        code = ctypes.wintypes.DWORD()
         if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
             return False
-        return code.value == 259  # STILL_ACTIVE
+        return code.value == _STILL_ACTIVE
     finally:
         kernel32.CloseHandle(handle)
+
+
+_QUERY_LIMITED_INFORMATION = 0x1000
+_STILL_ACTIVE = 259
+
+
+@functools.cache
+def _kernel32() -> Any:  # pragma: no cover - Windows only
+    """kernel32 with the signatures this module calls: a library object of our own, because
+    ``ctypes.windll`` is shared by every module of the process and returns ``c_int`` by
+    default, which would cut a 64-bit process handle to 32 bits."""
+    from ctypes import wintypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    kernel32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
+    kernel32.OpenProcess.restype = wintypes.HANDLE
+    kernel32.GetExitCodeProcess.argtypes = (wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD))
+    kernel32.GetExitCodeProcess.restype = wintypes.BOOL
+    kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
+    kernel32.CloseHandle.restype = wintypes.BOOL
+    return kernel32
 
 
 @contextlib.contextmanager

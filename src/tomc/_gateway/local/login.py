@@ -44,6 +44,8 @@ UNIT_NAME = "tomc-gateway.service"
 LAUNCHD_LABEL = "dev.tomc.gateway"
 TASK_NAME = "TOMC gateway"
 LOGIN_FILE = "login.json"
+#: Where the gateway folder keeps an entry no platform folder holds (the Task Scheduler's XML).
+LOGIN_DIR = "login"
 DESCRIPTION = "TOMC gateway: the local request gateway for Claude Code and Codex"
 
 #: Runs one command of the service manager: argv in, (exit code, output) out.
@@ -212,7 +214,7 @@ def login_entry(
             remove=(("launchctl", "bootout", f"{domain}/{LAUNCHD_LABEL}"),),
         )
     if platform == "win32":
-        path = gateway_folder / "login" / "tomc-gateway.xml"
+        path = gateway_folder / LOGIN_DIR / "tomc-gateway.xml"
         python_w = Path(argv[0]).with_name("pythonw.exe")
         if python is None and python_w.exists():  # no console window at every login
             argv[0] = str(python_w)
@@ -282,10 +284,19 @@ def _undo(
     for command in entry.remove:
         runner(command)
     if record is None:  # nothing was installed before this attempt
-        with contextlib.suppress(FileNotFoundError):
-            entry.path.unlink()
+        _remove_entry_file(entry.path, gateway_folder)
         with contextlib.suppress(FileNotFoundError):
             (gateway_folder / LOGIN_FILE).unlink()
+
+
+def _remove_entry_file(path: Path, gateway_folder: Path) -> None:
+    """Delete the entry's file, and TOMC's own folder of it once empty (a platform's folder,
+    such as ~/.config/systemd/user, stays)."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    if path.parent == gateway_folder / LOGIN_DIR:
+        with contextlib.suppress(OSError):  # not empty, or already gone: leave it
+            path.parent.rmdir()
 
 
 def remove_login_entry(
@@ -319,8 +330,7 @@ def remove_login_entry(
         if code != 0:
             notes.append(f"note: `{' '.join(command)}` said: {output or f'exit code {code}'}")
     path = Path(record["path"])
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    _remove_entry_file(path, gateway_folder)
     with contextlib.suppress(FileNotFoundError):
         (gateway_folder / LOGIN_FILE).unlink()
     return [f"login entry removed: {record.get('kind')} {record.get('name')} ({path})", *notes]
