@@ -23,6 +23,7 @@ __all__ = [
     "gateway_root",
     "loopback_port",
     "probe",
+    "send_stop",
     "wait_until_answering",
 ]
 
@@ -68,6 +69,23 @@ def probe(port: int, timeout_s: float = 1.0) -> Probe:
     if response.status == 200 and isinstance(data, dict) and data.get("service") == SERVICE_NAME:
         return Probe(port, answering=True, version=str(data.get("version", "")) or None)
     return Probe(port, answering=False, other=True)
+
+
+def send_stop(port: int, token: str, timeout_s: float = 2.0) -> bool:
+    """Ask the gateway on ``port`` to stop (``POST /_tomc/stop`` with its secret); whether
+    it agreed. The path and header are :mod:`.proxy.stop`'s (not imported: it loads
+    Starlette)."""
+    connection = http.client.HTTPConnection(LOOPBACK, port, timeout=timeout_s)
+    headers = {"Host": f"{LOOPBACK}:{port}", "x-tomc-stop-token": token, "Content-Length": "0"}
+    try:
+        connection.request("POST", "/_tomc/stop", headers=headers)
+        response = connection.getresponse()
+        response.read(65536)
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+    return response.status == 202
 
 
 def wait_until_answering(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -27,6 +28,7 @@ from starlette.applications import Starlette
 
 from .._core.errors import InvalidOptionError
 from .._http.server import _is_loopback, allowed_hosts_for
+from .proxy.stop import STOP_TOKEN_ENV, StopSwitch
 from .settings import GatewaySettings, load_settings, with_options
 
 __all__ = ["OPTIONS_ENV", "ServeOptions", "serve", "worker_app"]
@@ -87,9 +89,10 @@ class ServeOptions:
         settings = load_settings(self.home)
         return with_options(settings, {**self.pinned, "port": port or self.port or settings.port})
 
-    def app(self, port: int) -> Starlette:
-        """The gateway app these options describe, for a server bound on ``port``; what the
-        first request would wait for is loaded meanwhile (:func:`.proxy.options.warm_up`)."""
+    def app(self, port: int, stop: StopSwitch | None = None) -> Starlette:
+        """The gateway app these options describe, for a server bound on ``port`` (``stop``:
+        the stop request it answers); what the first request would wait for is loaded
+        meanwhile (:func:`.proxy.options.warm_up`)."""
         from .._home import default_home
         from .proxy.app import create_gateway_app
         from .proxy.options import warm_up
@@ -104,6 +107,7 @@ class ServeOptions:
             session_store=self.session_store,
             allowed_hosts=allowed_hosts_for(self.host, self.allow_hosts),
             status_token=self.status_token,
+            stop=stop,
         )
 
     def to_json(self) -> str:
@@ -139,10 +143,13 @@ def serve(options: ServeOptions, say: Callable[[str], None], *, show_token: bool
 
     _configure_logging(options.verbose)
     port = options.settings().port if options.port is None else options.port
+    # Taken out of the environment: nothing the gateway starts inherits the secret.
+    switch = StopSwitch(os.environ.pop(STOP_TOKEN_ENV, None))
     if options.workers == 1:
         server: AppServer | WorkerServer = gateway_server(
-            options.app(port), options.host, port, verbose=options.verbose
+            options.app(port, switch), options.host, port, verbose=options.verbose
         )
+        switch.connect(server.request_stop)
     else:
         server = WorkerServer(
             f"{__name__}:worker_app",
@@ -161,7 +168,24 @@ def serve(options: ServeOptions, say: Callable[[str], None], *, show_token: bool
     if options.status_token is not None:
         shown = options.status_token if show_token else "<your --status-token>"
         say(f"status page and inspector: {server.url}status?token={shown}")
-    server.run()
+    _exit_on_sigterm()
+    try:
+        server.run()
+    finally:  # the log's last line, however it stopped
+        why = " (a stop request from the tomc run that started it)" if switch.requested else ""
+        say(f"TOMC gateway on {server.url} stopped{why}")
+
+
+def _exit_on_sigterm() -> None:
+    """Make SIGTERM an exit that runs ``finally`` blocks. uvicorn shuts down gracefully on it,
+    then restores the handler it found and raises the signal again: with the default handler
+    the process would die before saying it stopped."""
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(number: int, frame: object) -> None:
+    raise SystemExit(128 + number)
 
 
 def _shown(store: str) -> str:

@@ -242,6 +242,11 @@ class AppServer:
         finally:
             self.socket.close()
 
+    def request_stop(self) -> None:
+        """Ask :meth:`run` to return: requests being answered finish, the lifespan's shutdown
+        runs (safe from any thread)."""
+        self._server.should_exit = True
+
     def start(self, timeout_s: float = 30.0) -> AppServer:
         """Serve in a background thread; return once it accepts connections."""
         self._thread = threading.Thread(target=self.run, name="tomc-inspector", daemon=True)

@@ -7,8 +7,9 @@ Files in the gateway folder (``<TOMC home>/gateway``):
   (a crash, ``kill -9``, a power cut) is stale and counts for nothing, so the count survives
   crashes without a daemon.
 - ``run-gateway.json``: written by the ``tomc run`` that started the gateway
-  (``{"pid", "port", "started_at"}``); only a gateway named there is ever stopped by
-  ``tomc run``. A gateway started any other way is left alone.
+  (``{"pid", "port", "started_at", "stop_token"}``: the secret of its stop request); only a
+  gateway named there is ever stopped by ``tomc run``. A gateway started any other way is left
+  alone.
 - ``run.lock``: an OS file lock held while a ``tomc run`` decides to start or stop the gateway,
   so two agents starting or ending at the same moment cannot both start one or stop it under
   the other.
@@ -31,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..health import send_stop
 from ..settings import atomic_write
 
 __all__ = [
@@ -78,6 +80,8 @@ class RunGateway:
     pid: int
     port: int
     started_at: str = ""
+    #: The secret of its stop request (:mod:`tomc._gateway.proxy.stop`); "" before it had one.
+    stop_token: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -231,14 +235,19 @@ def read_run_gateway(folder: Path) -> RunGateway | None:
     """The gateway ``tomc run`` started, if its process still runs."""
     data = _read_json(folder / RUN_GATEWAY_FILE) or {}
     try:
-        found = RunGateway(_int(data, "pid"), _int(data, "port"), str(data.get("started_at", "")))
+        found = RunGateway(
+            _int(data, "pid"),
+            _int(data, "port"),
+            str(data.get("started_at", "")),
+            str(data.get("stop_token", "")),
+        )
     except (KeyError, ValueError):
         return None
     return found if pid_alive(found.pid) else None
 
 
-def write_run_gateway(folder: Path, pid: int, port: int) -> RunGateway:
-    found = RunGateway(pid, port, _now())
+def write_run_gateway(folder: Path, pid: int, port: int, stop_token: str = "") -> RunGateway:
+    found = RunGateway(pid, port, _now(), stop_token)
     _write_json(folder / RUN_GATEWAY_FILE, found.to_dict())
     return found
 
@@ -254,8 +263,12 @@ def stop_gateway(folder: Path, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     clear_run_gateway(folder)
     if started is None:
         return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(started.pid, signal.SIGTERM)  # uvicorn shuts down gracefully on SIGTERM
+    # Its stop request first: a graceful shutdown on every platform. SIGTERM is one on POSIX
+    # (uvicorn's), TerminateProcess on Windows: only for a gateway that does not answer.
+    asked = bool(started.stop_token) and send_stop(started.port, started.stop_token)
+    if not asked:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(started.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
     while pid_alive(started.pid):
         if time.monotonic() >= deadline:

@@ -71,6 +71,7 @@ from .relay import (
 from .rewrite import MAX_REWRITE_BYTES, prepare
 from .routing import api_for_path, browser_path, error_api
 from .status_page import render_status_page
+from .stop import StopSwitch
 from .store import Conversations, StoreURL, open_conversations, store_url
 from .store.memory import LocalConversations, MemorySessionStore, SessionStore
 
@@ -312,12 +313,14 @@ def create_gateway_app(
     session_store: str | StoreURL | None = None,
     allowed_hosts: Collection[str] | None = LOOPBACK_HOSTS,
     status_token: str | None = None,
+    stop: StopSwitch | None = None,
 ) -> Starlette:
     """The gateway application (see the module docstring). With ``home``, settings saved there
     later are picked up while it runs, except the ``pinned`` ones (command-line options).
 
     ``session_store`` is a ``--session-store`` URL; ``allowed_hosts`` the Host names it answers
-    (``None``: any); ``status_token`` guards the status page and the inspector.
+    (``None``: any); ``status_token`` guards the status page and the inspector; ``stop``
+    answers ``POST /_tomc/stop`` (:mod:`.stop`; without it that path answers 404).
 
     Log records of the gateway and the libraries under it are redacted from here on
     (:func:`~tomc._http.redact.install_redaction`)."""
@@ -373,6 +376,7 @@ def create_gateway_app(
             Route("/healthz", healthz, methods=["GET", "HEAD"]),
             Route("/status", status_page, methods=["GET", "HEAD"]),
             Route("/status.json", status_json, methods=["GET", "HEAD"]),
+            (stop or StopSwitch(None)).route(),
             *inspector_routes(),
             Route("/{path:path}", proxy, methods=_METHODS),
         ],
