@@ -141,6 +141,8 @@ OPENAI_RETENTION_S = (("gpt-6.2-sol", 1800.0),)
 
 def _by_model(table: tuple[tuple[str, float], ...], model: str, default: float) -> float:
     return next((value for prefix, value in table if model.startswith(prefix)), default)
+
+
 #: The minimum cacheable prompt per model family (first match wins).
 ANTHROPIC_MIN_CACHEABLE = (
     ("claude-opus-4-5", 4096),

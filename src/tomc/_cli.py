@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 
@@ -34,7 +35,30 @@ __all__ = ["main"]
 MAX_FILE_CHARS = 20_000_000
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The ``tomc`` group. Its command line is taken as typed: on Windows click would expand
+    ``%VAR%``, ``$VAR``, ``~`` and globs in it first, the arguments ``tomc run`` passes to
+    the agent included. The console script, ``python -m tomc`` and tests all call
+    :meth:`main`, so they all get this."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("windows_expand_args", False)
+        _encodable_output()
+        return super().main(*args, **kwargs)
+
+
+def _encodable_output() -> None:
+    """Never fail on a character the output's encoding lacks: piped or redirected on Windows,
+    Python writes the ANSI code page (cp1252), and a compiled memory can hold any text. Such a
+    character is written as a visible escape (``\u2192``), never dropped; ``PYTHONUTF8=1``
+    gives UTF-8 output instead."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            reconfigure(errors="backslashreplace")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tomc")
 def main() -> None:
     """TOMC compiles long LLM histories into a compact, auditable memory."""
@@ -49,7 +73,7 @@ def main() -> None:
     # Checked here, so the message names the flag the user typed, not the library's argument.
     type=click.IntRange(0, MAX_BUDGET_TOKENS),
     default=None,
-    help="Memory budget in tokens (default: 80%→60% of the input).",
+    help="Memory budget in tokens (default: 80% of the input, sliding to 60% at 1M tokens).",
 )
 @click.option(
     "--strategy", "-s", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY, show_default=True

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -321,9 +322,12 @@ def test_install_hint_names_the_recorded_clone(monkeypatch: pytest.MonkeyPatch) 
     from tomc._core import extras
 
     monkeypatch.setattr(extras, "source_checkout", lambda: None)
-    monkeypatch.setattr(extras, "_recorded_install", lambda: (Path("/opt/my clone"), False))
+    where = Path("/opt/my clone")
+    monkeypatch.setattr(extras, "_recorded_install", lambda: (where, False))
     hint = extras.install_hint("bpe")
-    assert hint.endswith("-m pip install '/opt/my clone[bpe]'")
+    # Quoted for the platform's shell: single quotes are no quotes to cmd.exe.
+    quoted = f'"{where}[bpe]"' if sys.platform == "win32" else f"'{where}[bpe]'"
+    assert hint.endswith(f"-m pip install {quoted}")
     assert "/path/to/your" not in hint
 
 
@@ -380,3 +384,38 @@ def test_inspect_sums_up_the_units_a_long_history_left_out() -> None:
     assert " u17 [-] worker 17 heartbeat" in every and "not listed" not in every
     listed = sum(1 for x in text.splitlines() if re.match(r"^(KEPT|    ) +u\d+ \[", x))
     assert total + listed == 601
+
+
+def _command_paths(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    import click
+
+    paths = [prefix]
+    if isinstance(group, click.Group):
+        for name, command in sorted(group.commands.items()):
+            paths += _command_paths(command, (*prefix, name))
+    return paths
+
+
+def test_every_help_and_error_is_written_on_a_legacy_code_page(tmp_path: Path) -> None:
+    """Piped on Windows, Python writes cp1252: no help text or message may fail to encode
+    there (a character outside it is escaped, never a traceback)."""
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252"}
+    env.pop("PYTHONUTF8", None)
+    for path in _command_paths(main):
+        done = subprocess.run(
+            [sys.executable, "-m", "tomc", *path, "--help"],
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, (path, done.stderr)
+    source = tmp_path / "history.txt"
+    source.write_text("deploy_target = café → 中文\n", "utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "tomc", "compile", str(source), "--task", "deploy_target → ?"],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "café → 中文".encode() in done.stdout  # the memory itself is UTF-8, unchanged

@@ -69,6 +69,11 @@ def start_tomc(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
+def home_environ(home: Path) -> dict[str, str]:
+    """An environment whose user home is ``home``, on POSIX (HOME) and Windows (USERPROFILE)."""
+    return {"HOME": str(home), "USERPROFILE": str(home)}
+
+
 def tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
@@ -145,7 +150,7 @@ def test_run_codex_adds_a_provider_for_this_process_only(env: dict[str, str]) ->
 def test_codex_plan_auth(
     tmp_path: Path, api_key: str | None, auth_json: bool, auth: tuple[str, object]
 ) -> None:
-    environ = {"HOME": str(tmp_path)}
+    environ = home_environ(tmp_path)
     if api_key:
         environ["OPENAI_API_KEY"] = api_key
     if auth_json:
@@ -160,7 +165,7 @@ def test_codex_plan_auth(
 
 
 def test_claude_plan_records_the_users_endpoint(tmp_path: Path) -> None:
-    environ = {"HOME": str(tmp_path), "ANTHROPIC_BASE_URL": "https://corp.example/anthropic/"}
+    environ = {**home_environ(tmp_path), "ANTHROPIC_BASE_URL": "https://corp.example/anthropic/"}
     plan = plan_launch("claude", "/bin/claude", ["-c"], 9999, environ)
     assert plan.argv == ("/bin/claude", "-c")
     assert plan.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9999"
@@ -180,10 +185,10 @@ def test_claude_plan_records_the_users_endpoint(tmp_path: Path) -> None:
 
     # Pointed at this very gateway already (activated): nothing extra, no loop recorded.
     settings.write_text('{"env": {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9999"}}', "utf-8")
-    plan = plan_launch("claude", "/bin/claude", [], 9999, {"HOME": str(tmp_path)})
+    plan = plan_launch("claude", "/bin/claude", [], 9999, home_environ(tmp_path))
     assert plan.argv == ("/bin/claude",) and plan.upstreams == {}
     # Activated for the configured gateway, run on another port: that gateway is no upstream.
-    plan = plan_launch("claude", "/bin/claude", [], 9000, {"HOME": str(tmp_path)}, {9999})
+    plan = plan_launch("claude", "/bin/claude", [], 9000, home_environ(tmp_path), {9999})
     assert plan.argv[1] == "--settings" and plan.upstreams == {}
 
 
@@ -215,6 +220,10 @@ def test_gateway_stops_when_the_last_of_two_agents_exits(env: dict[str, str]) ->
         assert not probe(port).answering
         assert live_leases(folder) == [] and read_run_gateway(folder) is None
         assert "stopped the TOMC gateway" in second.stderr.read()
+        # Stopped by its stop request (graceful on every platform), which it logged last.
+        assert started.stop_token
+        last = (folder / "gateway.log").read_text().strip().splitlines()[-1]
+        assert last.endswith("stopped (a stop request from the tomc run that started it)")
     finally:
         for process in (first, second):
             if process.poll() is None:
@@ -249,6 +258,10 @@ def test_stale_leases_of_dead_agents_are_ignored(env: dict[str, str]) -> None:
     assert not stale.exists()
 
 
+@pytest.mark.skipif(
+    sys.platform == "win32",
+    reason="POSIX-only: a SIGINT sent to a process; Ctrl-C on Windows is a console event",
+)
 def test_ctrl_c_is_forwarded_to_the_agent(env: dict[str, str]) -> None:
     port = free_port()
     env["FAKE_AGENT_WAIT"] = "1"

@@ -16,7 +16,8 @@ a gateway started any other way is never stopped.
   arguments (see :func:`tomc._gateway.agents.codex_config.codex_run_overrides`).
 
 The user's own endpoint (``ANTHROPIC_BASE_URL``, a custom Codex provider) becomes the gateway's
-upstream for that kind, so requests still reach where they used to.
+upstream for that kind, so requests still reach where they used to. On Windows an npm
+``.cmd`` shim is not run, what it starts is (:mod:`.windows_shims`).
 """
 
 from __future__ import annotations
@@ -41,9 +42,10 @@ from ..agents.claude_config import BASE_URL_KEY, claude_base_url, claude_setting
 from ..agents.codex_config import codex_auth_mode, codex_config_path, codex_run_overrides
 from ..agents.journal import activated_clients
 from ..agents.limits import AgentLimit, claude_code_limit, codex_limit
-from ..health import gateway_root, loopback_port, probe, wait_until_answering
+from ..health import gateway_root, loopback_port, probe
 from ..proxy.options import TARGET_HEADER, THINKING_HEADER
 from ..settings import DEFAULT_UPSTREAMS, gateway_dir, load_settings, record_upstream
+from .gateway_process import START_TIMEOUT_S, ensure_gateway
 from .leases import (
     clear_run_gateway,
     live_leases,
@@ -52,8 +54,8 @@ from .leases import (
     run_lock,
     stop_gateway,
     write_lease,
-    write_run_gateway,
 )
+from .windows_shims import agent_argv
 
 __all__ = [
     "AGENT_ENV",
@@ -68,8 +70,6 @@ __all__ = [
 AGENT_ENV = {"claude": "TOMC_CLAUDE_BIN", "codex": "TOMC_CODEX_BIN"}
 #: Claude Code's variable for extra request headers (newline-separated ``Name: value``).
 CUSTOM_HEADERS_KEY = "ANTHROPIC_CUSTOM_HEADERS"
-START_TIMEOUT_S = 30.0
-LOG_FILE = "gateway.log"
 _FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
@@ -279,77 +279,6 @@ def plan_launch(
     return LaunchPlan((executable, *overrides, *args), env, upstreams, tuple(notes), limit)
 
 
-def _spawn_gateway(
-    port: int, home: Path, folder: Path, options: Sequence[str] = ()
-) -> subprocess.Popen[bytes]:
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    argv = [sys.executable, "-m", "tomc", "gateway", "serve", "--port", str(port)]
-    argv += ["--home", str(home), *options]
-    options: dict[str, object] = {}
-    if sys.platform == "win32":  # pragma: no cover - Windows only
-        options["creationflags"] = (
-            subprocess.DETACHED_PROCESS  # type: ignore[attr-defined]
-            | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
-            | subprocess.CREATE_NO_WINDOW  # type: ignore[attr-defined]
-        )
-    else:
-        options["start_new_session"] = True  # no Ctrl-C of the terminal reaches it
-    with open(folder / LOG_FILE, "ab") as log:
-        return subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            close_fds=True,
-            **options,  # type: ignore[call-overload]
-        )
-
-
-def _last_line(path: Path) -> str:
-    try:
-        lines = path.read_text("utf-8", "replace").strip().splitlines()
-    except OSError:
-        return ""
-    return lines[-1].strip().removeprefix("Error: ") if lines else ""
-
-
-def ensure_gateway(
-    port: int,
-    home: Path,
-    folder: Path,
-    timeout_s: float = START_TIMEOUT_S,
-    options: Sequence[str] = (),
-) -> bool:
-    """Make sure a gateway answers on ``port``; start one (and record it as started by
-    ``tomc run``) when none does. Returns whether it was started here. Call under
-    :func:`tomc._gateway.local.leases.run_lock`."""
-    found = probe(port)
-    if found.answering:
-        return False
-    if found.other:
-        raise GatewayError(
-            f"port {port} is used by another program, not a TOMC gateway; use "
-            "`tomc run --port N` with a free port"
-        )
-    log = folder / LOG_FILE
-    process = _spawn_gateway(port, home, folder, options)
-
-    def exited() -> str | None:
-        if process.poll() is None:
-            return None
-        return _last_line(log) or f"it exited with code {process.returncode}"
-
-    try:
-        wait_until_answering(port, timeout_s, still_starting=exited)
-    except GatewayError as exc:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        raise GatewayError(f"{exc} (its log: {log})") from None
-    write_run_gateway(folder, process.pid, port)
-    return True
-
-
 class _Forwarder:
     """Passes the signals this process gets on to the agent while it runs.
 
@@ -435,6 +364,7 @@ def run_agent(
         context_target=context_target,
         thinking_prefix=thinking_prefix,
     )
+    argv = agent_argv(plan.argv, environ, client=client, hint_env=AGENT_ENV[client])
     for note in plan.notes:
         say(f"note: {note}")
 
@@ -464,9 +394,9 @@ def run_agent(
 
     try:
         try:
-            child = subprocess.Popen(list(plan.argv), env=dict(plan.env))
+            child = subprocess.Popen(argv, env=dict(plan.env))
         except OSError as exc:
-            raise AgentNotFoundError(f"cannot run {plan.argv[0]}: {exc.strerror or exc}") from None
+            raise AgentNotFoundError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
         write_lease(folder, client, port, child.pid)
         with _Forwarder(child):
             returncode = child.wait()

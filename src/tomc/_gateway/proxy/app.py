@@ -304,6 +304,29 @@ def _browser_answer(path: str) -> Response:
     return Response(status_code=404)
 
 
+async def _proxied(gateway: Gateway, request: Request) -> Response:
+    """Any other path: relayed by ``gateway``, else answered with an error in the shape of the
+    client's API (the last line of defence), or locally for a browser's own request."""
+    path = request.url.path
+    if browser_path(path):  # a browser's own request, not an agent's: never forwarded
+        return _browser_answer(path)
+    try:
+        return await gateway.proxy(request)
+    except ClientDisconnect:  # gone while sending its body: nobody to answer
+        logger.info("client left while sending %s %s", request.method, path)
+        return Response(status_code=499)
+    except Exception as exc:
+        logger.error("gateway error on %s %s", request.method, path, exc_info=exc)
+        gateway.count_internal_error(request.method, path)
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        return error_response(
+            error_api(path, headers),
+            502,
+            f"TOMC gateway error ({type(exc).__name__})",
+            "api_error",
+        )
+
+
 def create_gateway_app(
     settings: GatewaySettings | None = None,
     *,
@@ -345,24 +368,7 @@ def create_gateway_app(
         return HTMLResponse(render_status_page(await status()))
 
     async def proxy(request: Request) -> Response:
-        path = request.url.path
-        if browser_path(path):  # a browser's own request, not an agent's: never forwarded
-            return _browser_answer(path)
-        try:
-            return await gateway.proxy(request)
-        except ClientDisconnect:  # gone while sending its body: nobody to answer
-            logger.info("client left while sending %s %s", request.method, path)
-            return Response(status_code=499)
-        except Exception as exc:  # the last line of defence: answer in the client's shape
-            logger.error("gateway error on %s %s", request.method, path, exc_info=exc)
-            gateway.count_internal_error(request.method, path)
-            headers = {name.lower(): value for name, value in request.headers.items()}
-            return error_response(
-                error_api(path, headers),
-                502,
-                f"TOMC gateway error ({type(exc).__name__})",
-                "api_error",
-            )
+        return await _proxied(gateway, request)
 
     def allowed_origins() -> tuple[str, ...]:
         gateway.refresh_settings()

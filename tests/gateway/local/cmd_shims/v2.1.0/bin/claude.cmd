@@ -1,0 +1,1 @@
+@"%~dp0\..\@anthropic-ai\claude-code\bin\claude.exe"   %*

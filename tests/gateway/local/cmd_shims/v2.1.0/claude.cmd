@@ -1,0 +1,1 @@
+@"%~dp0\node_modules\@anthropic-ai\claude-code\bin\claude.exe"   %*

@@ -1,0 +1,9 @@
+@ECHO off
+SETLOCAL
+CALL :find_dp0
+"%dp0%\..\@anthropic-ai\claude-code\bin\claude.exe"   %*
+ENDLOCAL
+EXIT /b %errorlevel%
+:find_dp0
+SET dp0=%~dp0
+EXIT /b
