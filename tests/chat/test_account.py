@@ -9,8 +9,11 @@ CLIs are priced as each provider bills in ``tests/gateway/test_real_agents.py``.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from dialect_fixtures import codex_request
 from tomc import InvalidOptionError
 from tomc._simulation.simulate import _Pricer, _Tokens, memory_marks
 from tomc._simulation.workloads import agent_workload
@@ -282,3 +285,35 @@ def test_the_cache_reads_are_read_from_each_sdks_usage():
     assert [cached_size(u) for u in (chat, responses, messages)] == [768, 640, 880]
     bare = openai.types.CompletionUsage(prompt_tokens=900, completion_tokens=5, total_tokens=905)
     assert cached_size(bare) is None and cached_size(900) is None
+
+
+def test_instructions_sent_as_leading_items_are_priced_as_cached_through_a_rewrite():
+    """Codex 0.171 sends its instructions and tools as the first input items, not as
+    ``instructions`` / ``tools``: a rewrite keeps them in place, so the provider reads them
+    back from its cache, and the account prices them so wherever they sit."""
+    rules = " ".join(f"Rule {i}: keep the build green and the logs short." for i in range(150))
+    top = {**codex_request(40, steps=4), "instructions": rules}
+    leading = [
+        {
+            "type": "message",
+            "role": "developer",
+            "content": [
+                {"type": "input_text", "text": top["instructions"]},
+                {"type": "input_text", "text": json.dumps(top["tools"])},
+            ],
+        },
+    ]
+    inline = {**top, "input": leading + top["input"]}
+    del inline["instructions"], inline["tools"]
+    cached = []
+    for body in (top, inline):
+        session = AutomaticChatSession(compile_floor=10**9)
+        first = {**body, "input": body["input"][:-6]}
+        session.prepare_request(first, api="responses", now=START, context_target=10**6)
+        decision = session.prepare_request(
+            body, api="responses", now=START + 30, context_target=8_000
+        ).decision
+        assert decision.action == "compiled", decision.reason
+        cached.append(session.state.account.expected_cached)
+    assert cached[0] > 1_000
+    assert cached[1] == pytest.approx(cached[0], rel=0.1)

@@ -128,7 +128,7 @@ def assess(
         # What the rebuild request may cost above direct's price of the same request: the
         # savings banked so far, plus a sliver of what direct has billed so far.
         allowance = options.max_overshoot * account.direct + account.saved
-        kept = plan.fixed_tokens  # the instructions and tools stay cached through a rebuild
+        kept = plan.stable_tokens  # the instructions and tools stay cached through a rebuild
         afford = kept + (direct_cost + allowance - read * kept) / write
         goal = min(goal, afford)
     goal = max(0, int(goal))
@@ -162,7 +162,7 @@ def charge(
     elif outcome.action == "reused":
         kept = account.sent_prompt  # the frozen view only grows between rebuilds
     else:
-        kept = plan.fixed_tokens  # unchanged after a rewrite: only the instructions match
+        kept = plan.stable_tokens  # unchanged after a rewrite: only the instructions match
     kept = min(kept, after)
     if account.seen_at is not None and before >= account.direct_prompt:
         grown = before - account.direct_prompt
@@ -179,7 +179,7 @@ def charge(
     # (:func:`assess`): kept to be checked against what the provider reports (:func:`cache_miss`).
     warm = not verdict.cold and seen_before
     rewrote = outcome.action == "compiled" and warm
-    account.expected_cached = min(plan.fixed_tokens, after) if rewrote else 0
+    account.expected_cached = min(plan.stable_tokens, after) if rewrote else 0
     account.expected_prompt = after if rewrote else 0
     if outcome.action == "compiled" and outcome.rebuild != "append":
         account.floor = after

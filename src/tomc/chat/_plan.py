@@ -89,8 +89,13 @@ def prefix_tokens(plan: RequestPlan, segments: Sequence[Segment], first_new: int
         tokens += segment.tokens
         position = region.end
     if first_new < len(segments):
-        end = segments[first_new].region.start
-        tokens += sum(entry.tokens for entry in entries[position:end])
+        region = segments[first_new].region
+        tokens += sum(entry.tokens for entry in entries[position : region.start])
+        # Its leading instruction items stay in place ahead of its memory.
+        for entry in entries[region.start : region.end]:
+            if not entry.kept:
+                break
+            tokens += entry.tokens
     return tokens
 
 
@@ -140,6 +145,10 @@ class RequestPlan:
     items: Sequence[Any] = ()
     entries: Sequence[Entry] = ()
     fixed_tokens: int = 0
+    #: The head every rewrite of this request starts with, byte for byte: the fixed text and
+    #: the leading instruction items (Codex sends its instructions and tools as such items),
+    #: which the provider reads back from its cache through a rebuild.
+    stable_tokens: int = 0
     tokens_before: int = 0
     window: int | None = None
     fit_limit: int = 0

@@ -12,11 +12,12 @@ time).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from ._account import Verdict
+from ._conversation import Entry
 from ._items import ItemCache
 from ._meter import TokenMeter, meter_for
 from ._options import SessionOptions
@@ -137,7 +138,8 @@ def _gather(
     entries = caches.items.read(dialect, meter, items)
     fixed = meter.count(dialect.fixed_text(request))
     before = fixed + sum(entry.tokens for entry in entries)
-    known.update(entries=entries, fixed_tokens=fixed, tokens_before=before)
+    stable = fixed + _leading_kept(entries)
+    known.update(entries=entries, fixed_tokens=fixed, stable_tokens=stable, tokens_before=before)
     problems = dialect.pairing(entries)
     if problems:
         raise PassThrough("pairing_broken", f"history breaks tool pairing rules: {problems[0]}")
@@ -177,6 +179,16 @@ def _backoff(options: SessionOptions, state: ConversationState, known: dict[str,
     if known["tokens_before"] <= known["fit_limit"]:
         raise PassThrough("backoff", reason)
     known["notes"] = (f"{reason}, but the unchanged request would not fit",)
+
+
+def _leading_kept(entries: Sequence[Entry]) -> int:
+    """Tokens of the instruction items the history starts with (kept ahead of any memory)."""
+    tokens = 0
+    for entry in entries:
+        if not entry.kept:
+            break
+        tokens += entry.tokens
+    return tokens
 
 
 def decide(
