@@ -249,6 +249,38 @@ def reference_clause_coverage(
     return out
 
 
+def reference_clause_leaders(
+    texts: Sequence[str], clauses: Sequence[Sequence[str]], segments: Sequence[int] | None = None
+) -> list[tuple[int, float] | None]:
+    """For each clause: the last line whose (segment's) idf-weighted share of the clause's words
+    is the largest, with that share; ``None`` when no line holds a word of it. Shares as in
+    :func:`reference_clause_coverage`, per clause."""
+    stemmed = [set(_line_terms(text)) for text in texts]
+    terms = {term for clause in clauses for term in clause}
+    n = len(texts)
+    idf = {}
+    for term in terms:
+        df = sum(1 for words in stemmed if term in words)
+        idf[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    key = list(segments) if segments is not None else list(range(n))
+    segment_words: dict[int, set[str]] = {}
+    for index, words in enumerate(stemmed):
+        segment_words.setdefault(key[index], set()).update(words & terms)
+    leaders: list[tuple[int, float] | None] = []
+    for clause in clauses:
+        best = None
+        total = sum(idf[t] for t in set(clause))
+        for index, words in enumerate(stemmed):
+            held = segment_words[key[index]]
+            if not words & terms or not held & set(clause) or total <= 0:
+                continue
+            share = sum(idf[t] for t in set(clause) if t in held) / total
+            if best is None or share >= best[1]:
+                best = (index, share)
+        leaders.append(best)
+    return leaders
+
+
 def reference_mentions(texts: Sequence[str], name: str) -> list[int]:
     """The lines that contain ``name`` with no identifier character (a letter, digit or ``_``
     that is not CJK) right before or after it; a name is searched at every position."""

@@ -406,3 +406,75 @@ def test_a_constant_of_code_is_the_file_s_own():
     assert "src/a.py TIMEOUT = 30 (call 1)" in memory
     assert "src/b.py TIMEOUT = 45 (call 2)" in memory
     assert "[replaced later" not in memory
+
+
+TWENTY_ASKS = "\n".join(
+    [
+        "Tell me the current value of each of these:",
+        "1. the standby region used for disaster-recovery exercises;",
+        "2. the ticket tracking the disk space clean-up;",
+        "3. the node holding partition 12's lease;",
+        "4. the prefix the worker's metrics are sent under;",
+        "5. the licence key in the licensing error;",
+    ]
+)
+ANSWERS = {
+    "docs/maintenance.md": "Failover drills run against the standby region, currently ap-south-3z.",
+    "logs/worker.log": "WARN ingest.scratch: scratch volume at 91%; cleanup tracked in OPS-59374",
+    "logs/coordinator.log": 'ts=01:49 level=info msg="lease acquired" partition=12 '
+    "lease_owner=node-d21c4",
+    "config/worker.env": "STATSD_PREFIX=acme.ingest.green",
+    "logs/licensing.log": "ERROR licensing.client: licence key LK-93QF rejected by vendor",
+}
+
+
+def _answers_among_code() -> list[Entry]:
+    entries: list[Entry] = []
+    number = 0
+    for path, answer in ANSWERS.items():
+        for _ in range(5):  # filler calls around each answer, newer ones last
+            entries += group(number, f"cat src/module_{number:02d}.py", _code(number, 60))
+            number += 1
+        code = _code(number, 60).splitlines()
+        entries += group(number, f"cat {path}", "\n".join([*code[:30], answer, *code[30:]]))
+        number += 1
+    for _ in range(6):
+        entries += group(number, f"cat src/module_{number:02d}.py", _code(number, 60))
+        number += 1
+    return entries
+
+
+def test_every_request_of_the_task_keeps_its_best_answer_in_a_small_memory():
+    """Twenty-odd calls of code hide one answer each (a sentence, a log line, a logfmt pair, an
+    .env line, an error): in a memory of 1,500 tokens, far less than the filler, each of the
+    task's requests keeps the value or the line that answers it best."""
+    memory = build(_answers_among_code(), budget=1_500, task=TWENTY_ASKS)
+    assert memory.tokens <= 1_500
+    for value in ("ap-south-3z", "OPS-59374", "node-d21c4", "acme.ingest.green", "LK-93QF"):
+        assert value in memory.text, value
+    # The lease is a logfmt value: it heads the memory, among the values the task names.
+    head = memory.text.split("[call ")[0]
+    assert "lease_owner = node-d21c4" in head and "STATSD_PREFIX = acme.ingest.green" in head
+
+
+def test_a_small_memory_names_a_call_without_its_tools_shared_wrapper():
+    def wrapped(number: int, command: str, output: str) -> list[Entry]:
+        code = (
+            f'const r = await tools.exec_command({{cmd: "{command}", '
+            "max_output_tokens: 20000, yield_time_ms: 10000}); text(r.output);"
+        )
+        call = ToolCall(f"c{number}", "exec", code)
+        return [
+            Entry(ASSISTANT, "assistant", calls=(call,)),
+            Entry(TOOL, "tool", outputs=(ToolOutput(call.id, output),)),
+        ]
+
+    entries = []
+    for number in range(12):
+        entries += wrapped(number, f"cat src/module_{number:02d}.py", _code(number, 40))
+    small = build(entries, budget=1_200).text
+    large = build(entries, budget=20_000).text
+    assert "const r = await tools.exec_command" in large
+    kept = [line for line in small.splitlines() if CALL.match(line)]
+    assert kept and not any("const r = await" in line for line in kept)
+    assert any("src/module_11.py" in line for line in kept)

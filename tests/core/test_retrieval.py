@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference import reference_bm25, reference_clause_coverage
+from reference import reference_bm25, reference_clause_coverage, reference_clause_leaders
 from tomc._core.lexicon import query_terms, stem
 from tomc._core.retrieval import (
     BM25_B,
@@ -10,6 +10,7 @@ from tomc._core.retrieval import (
     SPEAKER_WEIGHT,
     bm25_scores,
     clause_coverage,
+    clause_leaders,
     leading_speaker,
     spread_to_neighbours,
     task_clauses,
@@ -217,3 +218,37 @@ def test_clause_coverage_matches_the_reference(rows: list[str], asks: list[str],
         assert found.keys() == expected.keys()
         for index, share in expected.items():
             assert found[index] == pytest.approx(share)
+
+
+@given(
+    st.lists(st.lists(_WORDS, max_size=6).map(" ".join), min_size=1, max_size=25),
+    st.lists(st.lists(_ASKED, min_size=1, max_size=4).map(" ".join), min_size=1, max_size=6),
+    st.integers(1, 4),
+)
+def test_clause_leaders_match_the_reference(rows: list[str], asks: list[str], span: int) -> None:
+    clauses = [c for c in (query_terms(ask) for ask in asks) if c]
+    segments = [index // span for index in range(len(rows))]
+    for given_segments in (None, segments):
+        found = clause_leaders(rows, clauses, segments=given_segments)
+        expected = reference_clause_leaders(rows, clauses, given_segments)
+        assert len(found) == len(expected) == len(clauses)
+        for got, want in zip(found, expected, strict=True):
+            if want is None:
+                assert got is None
+            else:
+                assert got is not None and got[0] == want[0]
+                assert got[1] == pytest.approx(want[1])
+
+
+def test_every_request_gets_its_best_line_even_a_weak_one() -> None:
+    rows = [
+        "the licence key LK-1 was rejected by the licensing service",
+        "lease acquired partition=12 lease_owner=node-b7f3e",
+        "an unrelated line",
+    ]
+    clauses = task_clauses(
+        "1. the licence key in the licensing error;\n2. the node holding partition 12's lease"
+    )
+    leaders = clause_leaders(rows, clauses)
+    assert [leader[0] for leader in leaders if leader] == [0, 1]
+    assert leaders[1][1] < 1.0  # "node" and "holding" are not on the line: still its best

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .lexicon import CJK_RANGES, WORD_PATTERN, query_terms, stem
 
@@ -24,8 +25,11 @@ __all__ = [
     "BM25_K1",
     "NEIGHBOUR_WEIGHTS",
     "SPEAKER_WEIGHT",
+    "ClauseMatches",
     "bm25_scores",
     "clause_coverage",
+    "clause_leaders",
+    "clause_matches",
     "leading_speaker",
     "spread_to_neighbours",
     "task_clauses",
@@ -249,10 +253,59 @@ def clause_coverage(
     With ``segments``, lines with the same segment id are read as one line (each gets the
     words of all): the path in a traceback's last frame is under the word "Traceback".
     """
+    return clause_matches(texts, clauses, segments=segments).coverage
+
+
+def clause_leaders(
+    texts: Sequence[str],
+    clauses: Sequence[Sequence[str]],
+    *,
+    segments: Sequence[int] | None = None,
+) -> list[tuple[int, float] | None]:
+    """For each clause, the line holding the largest share of its words (weighted as in
+    :func:`clause_coverage`) and that share; the newest line of a tie; ``None`` when no line
+    has a word of it. A task's every request gets the line that answers it best, even one
+    that says less of its request than the best lines of other requests say of theirs."""
+    return clause_matches(texts, clauses, segments=segments).leaders
+
+
+@dataclass(frozen=True, slots=True)
+class ClauseMatches:
+    """:func:`clause_coverage` and :func:`clause_leaders` of the same lines, read once."""
+
+    coverage: dict[int, float]
+    leaders: list[tuple[int, float] | None]
+
+
+def clause_matches(
+    texts: Sequence[str],
+    clauses: Sequence[Sequence[str]],
+    *,
+    segments: Sequence[int] | None = None,
+) -> ClauseMatches:
+    """Each line's best share of one clause, and each clause's best line (see above)."""
+    shares, keys = _clause_shares(texts, clauses, segments)
+    by_key = {key: max(found.values(), default=0.0) for key, found in shares.items()}
+    leaders: list[tuple[int, float] | None] = [None] * len(clauses)
+    for index in sorted(keys):
+        for number, share in shares[keys[index]].items():
+            best = leaders[number]
+            if best is None or share >= best[1]:
+                leaders[number] = (index, share)
+    return ClauseMatches({index: by_key[key] for index, key in keys.items()}, leaders)
+
+
+def _clause_shares(
+    texts: Sequence[str],
+    clauses: Sequence[Sequence[str]],
+    segments: Sequence[int] | None,
+) -> tuple[dict[int, dict[int, float]], dict[int, int]]:
+    """Each segment's share of each clause it has words of (segment -> clause -> share), and
+    the segment of each line that has a term of some clause."""
     terms = list(dict.fromkeys(term for clause in clauses for term in clause))
     hits = term_frequencies(texts, terms)
     if not hits:
-        return {}
+        return {}, {}
     count = len(texts)
     df: dict[str, int] = {}
     for _, tf in hits:
@@ -268,18 +321,17 @@ def clause_coverage(
             for term in set(clause):
                 clauses_of.setdefault(term, []).append(number)
     words_of: dict[int, set[str]] = {}
+    keys: dict[int, int] = {}
     for index, tf in hits:
         key = segments[index] if segments is not None else index
+        keys[index] = key
         words_of.setdefault(key, set()).update(tf)
-    by_key: dict[int, float] = {}
+    shares: dict[int, dict[int, float]] = {}
     for key, words in words_of.items():
         sums: dict[int, float] = {}
         for term in words:
             weight = idf[term]
             for number in clauses_of.get(term, ()):
                 sums[number] = sums.get(number, 0.0) + weight
-        by_key[key] = max((total / totals[n] for n, total in sums.items()), default=0.0)
-    coverage = {
-        index: by_key[segments[index] if segments is not None else index] for index, _ in hits
-    }
-    return coverage
+        shares[key] = {n: total / totals[n] for n, total in sums.items()}
+    return shares, keys

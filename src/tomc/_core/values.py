@@ -35,6 +35,7 @@ from dataclasses import dataclass
 __all__ = [
     "MAX_VALUE_CHARS",
     "SCOPE_KEYS",
+    "VOLATILE_KEYS",
     "Value",
     "ValueHistory",
     "is_literal",
@@ -46,8 +47,8 @@ __all__ = [
 MAX_VALUE_CHARS = 120
 #: Fields that name what a JSON or logfmt record is about; its other keys are scoped by them.
 SCOPE_KEYS = ("service", "app", "application", "component", "worker", "job", "name", "host")
-# Fields of a log record that change with every line and are not settings.
-_VOLATILE = frozenset(
+#: Fields of a log record that change with every line and are not settings (at any depth).
+VOLATILE_KEYS = frozenset(
     "ts time timestamp date datetime @timestamp level lvl severity msg message caller "
     "line lineno thread pid elapsed duration_ms latency_ms took".split()
 )
@@ -202,7 +203,7 @@ def _scoped(pairs: list[tuple[str, str]], line: int, form: str) -> list[Value]:
     return [
         Value(key, value, line, form, scope)
         for key, value in pairs
-        if key.rsplit(".", 1)[-1].lower() not in _VOLATILE and not (scope and value == scope)
+        if key.rsplit(".", 1)[-1].lower() not in VOLATILE_KEYS and not (scope and value == scope)
     ]
 
 

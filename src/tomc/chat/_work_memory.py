@@ -28,11 +28,11 @@ meter that will judge the request.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .._core.lexicon import query_terms
-from .._core.retrieval import bm25_scores, clause_coverage, task_clauses
+from .._core.retrieval import bm25_scores, clause_matches, task_clauses
 from .._core.values import Value
 from ._action_log import folded, split_cost, summary_line, unkept_log, with_note
 from ._changed_files import changed_files
@@ -55,7 +55,7 @@ from ._work_lines import (
     paths_in,
     traceback_lines_of,
 )
-from ._work_values import LATER, read_work_values, values_section
+from ._work_values import LATER, STRONG_KEY_MATCH, read_work_values, values_section
 
 __all__ = [
     "ACTION_LOG_SHARE",
@@ -92,6 +92,9 @@ REPEAT_WEIGHT = 1.0
 #: On the realistic probe's sessions the planted lines rank 1-55 of 6,000-7,000 lines this way
 #: (a traceback's last frame, whose words are those of code, much lower).
 STRONG_TASK_MATCH = 0.35
+#: Each request's best line (from this share of its words, unless the values section answers
+#: it) goes before anything else, into at most :data:`LEADER_LINE_SHARE` of the room for lines.
+LEADER_LINE_MATCH, LEADER_LINE_SHARE = 0.2, 0.5
 #: In the task's pass a salient line only breaks near ties.
 TASK_SALIENT_WEIGHT = 0.1
 TASK_LINE_SHARE = 0.15
@@ -194,7 +197,7 @@ def build_work_memory(
     }
     # A line whose values the section states adds nothing to the task's pass.
     stated = {i for i in candidates if section.states(values, i)}
-    orders = _ranked(work, candidates, costs, copies, task, focus_text, stated)
+    orders = _ranked(work, candidates, costs, copies, task, focus_text, stated, section.answered)
     kept = _pack(work, orders, costs, left, count, log=log.reserved_headers, task_share=scale)
     if log.summary:
         header = f"{header}\n{log.summary}"
@@ -236,7 +239,7 @@ def _brought_back(
     if not candidates or room <= 0:
         return "", 0
     lengths = [count(work.texts[i] + "\n") for i in candidates]
-    strength = _task_strength(work, candidates, lengths, task)
+    strength, _ = _task_strength(work, candidates, lengths, task)
     used = count(BROUGHT_BACK + "\n")
     chosen: dict[int, list[int]] = {}  # group -> work lines
     for p in sorted(strength, key=lambda p: (-strength[p], -p)):
@@ -305,6 +308,7 @@ def _plan_log(
     calls = [group for group in groups if group.header]
     distinct_arguments(calls)
     numbered = [group for group in calls if group.number]
+    compact = room < FULL_EXTRAS_ROOM
     for limit in (MAX_HEADER_ARGS, 80, 48, MIN_HEADER_ARGS, 0):
         for group in numbered:
             # In the folded log a call is named by the files it touched, else by what its
@@ -314,7 +318,10 @@ def _plan_log(
                 group.distinct or group.arguments, min(limit, MAX_LOGGED_ARGS)
             )
             group.logged = short
-            shown = group.arguments if len(group.arguments) <= limit else short
+            # In a small memory a header names what the call did without what every call of
+            # its tool says alike (Codex's code around each command): each kept line pays it.
+            full = group.distinct if compact and group.distinct else group.arguments
+            shown = full if len(full) <= limit else short
             group.header = f"[call {group.number} {group.tool}]" + (f" {shown}" if shown else "")
         for group in groups:
             # Priced with the longest note it can get, so the rendered header never costs more.
@@ -336,15 +343,17 @@ def _ranked(
     task: str,
     focus_text: str,
     stated: set[int],
-) -> tuple[list[int], list[int]]:
-    """The lines that match the task strongly, best match first (the task's pass), and every
-    candidate line best first (see the weights above); ties: newer first."""
+    answered: Mapping[int, float] | None = None,
+) -> tuple[list[int], list[int], list[int]]:
+    """The best line of each request the values section left unanswered, the lines that match
+    the task strongly, best match first (the task's pass), and every candidate line best first
+    (see the weights above); ties: newer first."""
     texts, groups = work.texts, work.groups
     rows = [texts[i] for i in candidates]
     lengths = [costs[i] for i in candidates]
     scores = bm25_scores(rows, lengths, query_terms(task + "\n" + focus_text))
     top = max(scores.values(), default=0.0) or 1.0
-    strength = _task_strength(work, candidates, lengths, task)
+    strength, leading = _task_strength(work, candidates, lengths, task, answered)
     standing_out = _salient_lines(work)
     span = max(1, len(groups) - 1)
     score_of: dict[int, float] = {}
@@ -361,29 +370,47 @@ def _ranked(
             + REPEAT_WEIGHT * (1.0 - 1.0 / copies[index])
             + salience
         )
+    leaders = {candidates[p]: share for p, share in leading.items()}
+    leaders_first = sorted(set(leaders) - stated, key=lambda i: (-leaders[i], -i))
     on_task_first = sorted(task_of, key=lambda i: (-task_of[i], -i))
-    return on_task_first, sorted(candidates, key=lambda i: (-score_of[i], -i))
+    return leaders_first, on_task_first, sorted(candidates, key=lambda i: (-score_of[i], -i))
 
 
 def _task_strength(
-    work: Work, candidates: Sequence[int], lengths: Sequence[int], task: str
-) -> dict[int, float]:
+    work: Work,
+    candidates: Sequence[int],
+    lengths: Sequence[int],
+    task: str,
+    answered: Mapping[int, float] | None = None,
+) -> tuple[dict[int, float], dict[int, float]]:
     """Position in ``candidates`` -> how strongly the line matches the task (its share of one
     request's words plus its BM25 score against the best match of the whole task), for the
-    lines at least one of which reaches :data:`STRONG_TASK_MATCH`."""
+    lines at least one of which reaches :data:`STRONG_TASK_MATCH`; and position -> share for
+    the best line of each request, from :data:`LEADER_LINE_MATCH` on, unless the values
+    section ``answered`` it with a key that holds as much of the request's words, or a good
+    share and at least half as much."""
     rows = [work.texts[i] for i in candidates]
     match = bm25_scores(rows, lengths, query_terms(task))
     top = max(match.values(), default=0.0) or 1.0
     # A traceback is read as one line for the task (its title says what its frames are).
     block_of = traceback_lines_of(work)
     segments = [block_of.get(i, -1 - i) for i in candidates]
-    covered = clause_coverage(rows, task_clauses(task), segments=segments)
+    found = clause_matches(rows, task_clauses(task), segments=segments)
+    covered = found.coverage
+    leaders: dict[int, float] = {}
+    for number, leader in enumerate(found.leaders):
+        if leader is None or leader[1] < LEADER_LINE_MATCH:
+            continue
+        key = answered.get(number, 0.0) if answered is not None else 0.0
+        if key >= leader[1] or (key >= STRONG_KEY_MATCH and 2 * key >= leader[1]):
+            continue  # the values section answers it about as well as any line
+        leaders[leader[0]] = max(leaders.get(leader[0], 0.0), leader[1])
     strength = {}
     for position in covered.keys() | match.keys():
         coverage, best = covered.get(position, 0.0), match.get(position, 0.0) / top
         if coverage >= STRONG_TASK_MATCH or best >= STRONG_TASK_MATCH:
             strength[position] = coverage + best
-    return strength
+    return strength, leaders
 
 
 def _salient_lines(work: Work) -> list[bool]:
@@ -400,7 +427,7 @@ def _salient_lines(work: Work) -> list[bool]:
 
 def _pack(
     work: Work,
-    orders: tuple[list[int], list[int]],
+    orders: tuple[list[int], list[int], list[int]],
     costs: dict[int, int],
     left: int,
     count: Callable[[str], int],
@@ -413,7 +440,7 @@ def _pack(
     pays its header and, with the folded ``log`` reserved already, what taking the group out of
     its folded line changes."""
     kept: set[int] = set()
-    on_task, ranked = orders
+    leaders, on_task, ranked = orders
     groups = work.groups
 
     def take(order: list[int], room: int) -> int:
@@ -430,6 +457,9 @@ def _pack(
                 group.kept += 1
         return room
 
+    # Each request's answer first whatever the memory's size, then the other strong lines.
+    share = int(left * LEADER_LINE_SHARE)
+    left -= share - take(leaders, share)
     share = int(left * TASK_LINE_SHARE * task_share)
     left -= share - take(on_task, share)
     take(ranked, left)

@@ -6,10 +6,10 @@ them are left out, the value is lost, and when an old line is kept beside a newe
 value reads as current. So the work memory reads every value the calls printed
 (:func:`tomc._core.values.read_values`), keeps the newest per key with SET's semantics, and:
 
-- lists them in a compact section at its head, the keys the task names first (ranked by BM25 of
-  the task against the key's words: "the ingest worker's max batch" names
-  ``ingest-worker limits.max_batch``), then the newest others, bounded so that a file full of
-  assignments cannot flood it;
+- lists them in a compact section at its head, the keys the task names first (a key names one
+  of the task's requests when its words hold a good share of the request's, or are the best
+  of all keys for it: "the ingest worker's max batch" names ``ingest-worker limits.max_batch``),
+  then the newest others, bounded so that a file full of assignments cannot flood it;
 - leaves out a key whose newest value is in the text sent after the memory (the agent sees it
   there; an older value here would read as current);
 - gives every kept output line that holds a replaced value a note on a line of its own.
@@ -17,15 +17,16 @@ value reads as current. So the work memory reads every value the calls printed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from .._core.retrieval import clause_coverage, task_clauses
+from .._core.retrieval import clause_coverage, clause_leaders, task_clauses
 from .._core.values import Value, ValueHistory, newest_values, read_values
 from ._work_lines import Output
 
 __all__ = [
     "LATER",
+    "LEADER_KEY_MATCH",
     "MAX_VALUE_ROWS",
     "NAMED_VALUES_SHARE",
     "STRONG_KEY_MATCH",
@@ -44,6 +45,8 @@ NAMED_VALUES_SHARE = 0.5
 #: of one of the task's requests (:func:`tomc._core.retrieval.clause_coverage`): one common
 #: word such as "value" or "version" does not name a key.
 STRONG_KEY_MATCH = 0.25
+#: The best key of one of the task's requests counts as named from this share of it on.
+LEADER_KEY_MATCH = 0.12
 #: ... and at most this share in all when it lists others.
 VALUES_SHARE = 0.1
 #: And at most this many rows: the keys the task names, then the newest others.
@@ -104,6 +107,9 @@ class ValuesSection:
 
     text: str
     shown: frozenset[tuple[str, str]]
+    #: The task's requests (their numbers in ``task_clauses(task)``) whose best key it shows,
+    #: with the share of the request's words that key holds.
+    answered: Mapping[int, float] = field(default_factory=dict)
 
     def states(self, found: ReadValues, line: int) -> bool:
         """Whether every value on ``line`` is in the section, as current: the line adds
@@ -136,12 +142,28 @@ def values_section(
     if not rows or room <= 0:
         return ValuesSection("", frozenset())
     names = [h.current.name.replace(".", " ") for h, _ in rows]
-    scores = clause_coverage(names, task_clauses(task))
+    clauses = task_clauses(task)
+    scores = clause_coverage(names, clauses)
+    # Each request's best key counts as named even when it says little of the request
+    # ("the node holding partition 12's lease" has only "lease" of lease_owner), and comes
+    # before every other: a request's one answer before a second good match of another.
+    leaders: dict[int, float] = {}
+    led: dict[int, list[tuple[int, float]]] = {}  # row -> the requests it answers best
+    for number, leader in enumerate(clause_leaders(names, clauses)):
+        if leader is not None and leader[1] >= LEADER_KEY_MATCH:
+            leaders[leader[0]] = max(leaders.get(leader[0], 0.0), leader[1])
+            scores[leader[0]] = max(scores[leader[0]], STRONG_KEY_MATCH)
+            led.setdefault(leader[0], []).append((number, leader[1]))
     position = {id(h): i for i, (h, _) in enumerate(rows)}  # scores are keyed by it too
-    # The task's keys by score; the rest newest first (rows are in order of newest reading).
+    # The requests' best keys, then the task's other keys by score; the rest newest first
+    # (rows are in order of newest reading).
     ordered = sorted(
         rows,
-        key=lambda row: (-scores.get(position[id(row[0])], 0.0), -position[id(row[0])]),
+        key=lambda row: (
+            -leaders.get(position[id(row[0])], -1.0),
+            -scores.get(position[id(row[0])], 0.0),
+            -position[id(row[0])],
+        ),
     )
     header = VALUES_HEADER.format(shown=99999, total=99999)
     used = count(header + "\n")
@@ -160,4 +182,5 @@ def values_section(
     # The task's keys first, each part in the order the values were read.
     shown = sorted(chosen, key=lambda i: (scores.get(i, 0.0) < STRONG_KEY_MATCH, i))
     keys = frozenset((rows[i][0].current.scope, rows[i][0].current.key) for i in chosen)
-    return ValuesSection("\n".join([head, *(rows[i][1] for i in shown)]), keys)
+    answered = dict(pair for i in chosen for pair in led.get(i, ()))
+    return ValuesSection("\n".join([head, *(rows[i][1] for i in shown)]), keys, answered)
