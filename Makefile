@@ -21,7 +21,7 @@ PREFIX ?= $(HOME)/.local
 PIP_INSTALL := $(BIN)/pip install --disable-pip-version-check
 
 .PHONY: demo test lint docs docs-serve bench bench-quick install uninstall screenshot clean \
-	test-previous-agents test-latest-agents
+	test-previous-agents test-latest-agents test-windows
 
 $(BIN)/python:
 	@echo "make: creating $(VENV) with $(PY)"
@@ -132,6 +132,22 @@ test-latest-agents: $(DEV_STAMP)
 	.agents-latest/node_modules/.bin/claude --version
 	.agents-latest/node_modules/.bin/codex --version
 	TOMC_AGENTS_BIN=$(CURDIR)/.agents-latest/node_modules/.bin $(BIN)/python -m pytest -q $(AGENT_TESTS)
+
+# The Windows suite: the tests below run by python.org's Windows CPython 3.12 (embeddable) under
+# Wine, with Windows wheels; scripts/windows/setup.sh builds that once into ~/.cache/tomc-windows
+# (apt-installs Wine if missing) and checks it in seconds after. Not Windows: see
+# docs/development.md, "Windows". The wineserver of that prefix is stopped at the end.
+WINDOWS_TESTS := tests/core tests/chat tests/surfaces tests/test_api.py tests/test_examples.py \
+	tests/web/test_app.py tests/web/test_deadlines.py tests/mcp_server/test_server.py \
+	tests/gateway/agents tests/gateway/local tests/gateway/proxy tests/gateway/test_serve_port.py \
+	tests/gateway/test_serve_upstream.py --ignore=tests/gateway/proxy/test_status_page_browser.py \
+	--ignore=tests/gateway/proxy/test_store_redis.py --ignore=tests/gateway/proxy/test_ledger_redis.py
+
+test-windows: | $(BIN)/python
+	PYTHON=$(BIN)/python scripts/windows/setup.sh
+	@echo "make: the Windows suite under Wine (Windows CPython, not Windows; 3 s per process start)"
+	scripts/windows/wpy -m pytest -q -p no:cacheprovider $(WINDOWS_TESTS); \
+		status=$$?; scripts/windows/stop.sh; exit $$status
 
 # Regenerates docs/web-inspector.png from the live page (a local server and Debian's Chromium).
 screenshot: $(DEV_STAMP)

@@ -1,4 +1,5 @@
-"""Shared test set-up: Hypothesis profiles; a real redis-server for the shared-store tests.
+"""Shared test set-up: Hypothesis profiles; a real redis-server for the shared-store tests;
+under Wine (``make test-windows``), the one Wine gap the SDKs meet (:mod:`windows_runtime`).
 
 The default profile keeps the property tests quick enough to run on every change; run
 ``HYPOTHESIS_PROFILE=thorough pytest`` for many more examples before a release.
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from redis_server import RedisServer, running_redis
+from windows_runtime import tolerate_wine_keepalive_options
 
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -22,6 +24,7 @@ settings.register_profile(
     "thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+tolerate_wine_keepalive_options()
 
 
 @pytest.fixture(scope="session")

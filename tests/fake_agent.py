@@ -17,8 +17,29 @@ import tomllib
 import urllib.request
 from pathlib import Path
 
+
+def parent_pid() -> int:
+    """The parent process's id. On Windows from NtQueryInformationProcess: ``os.getppid``
+    calls PssCaptureSnapshot there, which Wine (``make test-windows``) lacks."""
+    if sys.platform != "win32":
+        return os.getppid()
+    import ctypes
+
+    class BasicInformation(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_void_p) for name in ("a", "b", "c", "d", "pid", "parent")]
+
+    info = BasicInformation()
+    query = ctypes.WinDLL("ntdll").NtQueryInformationProcess
+    status = query(ctypes.c_void_p(-1), 0, ctypes.byref(info), ctypes.sizeof(info), None)
+    assert status == 0, f"NtQueryInformationProcess: {status:#x}"
+    return int(info.parent)
+
+
 FOLDER = Path(os.environ["FAKE_AGENT_DIR"])
-RECORD = FOLDER / f"{os.getpid()}.json"
+#: The agent's process as ``tomc run`` knows it: this one, or on Windows the ``cmd.exe`` that
+#: runs the agent's ``.cmd`` file and this process (``FAKE_AGENT_VIA_CMD``).
+PID = parent_pid() if os.environ.get("FAKE_AGENT_VIA_CMD") else os.getpid()
+RECORD = FOLDER / f"{PID}.json"
 ENV_KEYS = (
     "ANTHROPIC_BASE_URL",
     "ANTHROPIC_CUSTOM_HEADERS",
@@ -49,7 +70,7 @@ def write(data: dict) -> None:
 
 def main() -> int:
     argv = sys.argv[1:]
-    record: dict = {"pid": os.getpid(), "argv": argv, "signals": []}
+    record: dict = {"pid": PID, "argv": argv, "signals": []}
     record["env"] = {key: os.environ.get(key) for key in ENV_KEYS}
     root = gateway_root(argv)
     record["root"] = root
@@ -84,7 +105,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     write(record)
     if os.environ.get("FAKE_AGENT_WAIT"):
-        release = FOLDER / f"release-{os.getpid()}"
+        release = FOLDER / f"release-{PID}"
         deadline = time.monotonic() + 120
         while not release.exists() and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -30,6 +30,9 @@ from tomc._http.deadlines import BODY_IDLE_TIMEOUT_S, HEADER_TIMEOUT_S
 from tomc._http.server import AppServer
 
 FAKE_AGENT = Path(__file__).with_name("fake_agent.py")
+#: Ends a process at once, no handler run: SIGKILL, or on Windows TerminateProcess (which
+#: ``os.kill`` calls for any signal but the console's CTRL_C_EVENT and CTRL_BREAK_EVENT).
+KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
 SERVE = (sys.executable, "-m", "tomc", "gateway", "serve")
 #: Variables of the developer's own environment that would leak into a test's agents.
 _SCRUBBED = (
@@ -104,12 +107,21 @@ def stop_leftover_gateway(tomc_home: Path) -> None:
     started = read_run_gateway(gateway_dir(tomc_home))
     if started is not None:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(started.pid, signal.SIGKILL)
+            os.kill(started.pid, KILL)
 
 
 def make_fake_agent(folder: Path, name: str) -> Path:
-    """An executable ``name`` in ``folder`` that runs :mod:`fake_agent` with this Python."""
+    """An executable ``name`` in ``folder`` that runs :mod:`fake_agent` with this Python: a
+    ``#!`` script, or on Windows ``name.cmd`` (as npm installs agents there), which tells the
+    fake agent that the process ``tomc run`` started is the ``cmd.exe`` running it."""
     folder.mkdir(parents=True, exist_ok=True)
+    if sys.platform == "win32":
+        path = folder / f"{name}.cmd"
+        path.write_text(
+            f'@echo off\r\nset FAKE_AGENT_VIA_CMD=1\r\n"{sys.executable}" "{FAKE_AGENT}" %*\r\n',
+            "utf-8",
+        )
+        return path
     path = folder / name
     path.write_text(f"#!{sys.executable}\n" + FAKE_AGENT.read_text("utf-8"), "utf-8")
     path.chmod(0o755)

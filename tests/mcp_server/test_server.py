@@ -19,6 +19,7 @@ from tomc._cli import main as cli_main
 from tomc._core.inspector import render_inspection
 from tomc._mcp.server import INSTRUCTIONS, MAX_REPORT_CHARS, create_server
 from tomc._notebooks import NotebookStore
+from windows_runtime import UNDER_WINE
 
 TOOLS = {
     "prepare_context",
@@ -636,7 +637,15 @@ def _stdio(home: Path, command: list[str]) -> StdioServerParameters:
 
 
 def _entry_point() -> list[str]:
-    script = Path(sys.executable).with_name("tomc")
+    python = Path(sys.executable)
+    if sys.platform == "win32":
+        for script in (python.with_name("tomc.exe"), python.parent / "Scripts" / "tomc.exe"):
+            if script.is_file():
+                return [str(script), "mcp"]
+        # make test-windows: Linux pip installed the wheels, and it writes no .exe launchers.
+        assert UNDER_WINE, f"the tomc entry point is not installed with {sys.executable}"
+        return [sys.executable, "-m", "tomc", "mcp"]
+    script = python.with_name("tomc")
     assert script.is_file(), f"the tomc entry point is not installed next to {sys.executable}"
     return [str(script), "mcp"]
 

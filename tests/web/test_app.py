@@ -625,7 +625,7 @@ def test_routes_mount_in_a_larger_app():
         return tomc.compile_memory(history, task, **kwargs)
 
     app = Starlette(routes=[Mount("/inspector", routes=inspector_routes(compile_fn=recording))])
-    with AppServer(app, "127.0.0.1", 0, quiet=True).start() as srv:
+    with AppServer(app, "127.0.0.1", 0, quiet=True) as srv:  # started once, by __enter__
         status, _, page = request(srv.address, "GET", "/inspector/")
         assert status == 200 and b"static/app.js" in page
         assert request(srv.address, "GET", "/inspector/static/app.js")[0] == 200

@@ -27,6 +27,17 @@ def source_checkout() -> Path | None:
 
 
 _PERCENT = re.compile(rb"%([0-9A-Fa-f]{2})")
+#: A word cmd.exe and PowerShell both read as itself, unquoted.
+_PLAIN_ON_WINDOWS = re.compile(r"[\w.:\\/-]+")
+
+
+def _quoted(word: str) -> str:
+    """``word`` as one argument of the shell the hint is pasted into: POSIX quoting, or on
+    Windows double quotes, which cmd.exe and PowerShell both read (to cmd.exe single quotes
+    are characters of the word)."""
+    if sys.platform != "win32":
+        return shlex.quote(word)
+    return word if _PLAIN_ON_WINDOWS.fullmatch(word) else f'"{word}"'
 
 
 def installed_from(direct_url: str | None) -> tuple[Path, bool] | None:
@@ -64,7 +75,7 @@ def install_hint(extra: str) -> str:
     >>> "pip install -e" in install_hint("bpe")
     True
     """
-    python = shlex.quote(sys.executable or "python3")
+    python = _quoted(sys.executable or "python3")
     root = source_checkout()
     if root is None:
         recorded = _recorded_install()
@@ -72,10 +83,10 @@ def install_hint(extra: str) -> str:
             # Installed from a clone without -e: the same command with the extra.
             where, editable = recorded
             flag = "-e " if editable else ""
-            return f"{python} -m pip install {flag}{shlex.quote(f'{where}[{extra}]')}"
+            return f"{python} -m pip install {flag}{_quoted(f'{where}[{extra}]')}"
         return (
-            f"{python} -m pip install -e '/path/to/your/tomc/clone[{extra}]' (tomc is installed "
-            "from a clone; no package index serves it)"
+            f"{python} -m pip install -e {_quoted(f'/path/to/your/tomc/clone[{extra}]')} (tomc "
+            "is installed from a clone; no package index serves it)"
         )
-    clone = shlex.quote(f"{root}[{extra}]")
+    clone = _quoted(f"{root}[{extra}]")
     return f"{python} -m pip install -e {clone} (or `make install` in {root}: every extra, on PATH)"

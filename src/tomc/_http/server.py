@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -38,6 +39,7 @@ __all__ = [
     "GuardedHTTPProtocol",
     "WorkerServer",
     "allowed_hosts_for",
+    "claim_port",
 ]
 
 DEFAULT_HOST = "127.0.0.1"
@@ -82,13 +84,24 @@ def allowed_hosts_for(host: str, extra: Iterable[str] = ()) -> tuple[str, ...] |
     return tuple(dict.fromkeys([*allowed, *names]))
 
 
+def claim_port(sock: socket.socket) -> None:
+    """Make ``sock``'s coming bind fail when another socket listens on its port. POSIX:
+    SO_REUSEADDR, so a restarted server binds at once while its old connections linger in
+    TIME_WAIT (a second listener is still refused). Windows: SO_REUSEADDR would let a second
+    program bind the same port and share its connections; SO_EXCLUSIVEADDRUSE refuses it."""
+    if sys.platform == "win32":  # pragma: no cover - Windows only
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_EXCLUSIVEADDRUSE, 1)  # type: ignore[attr-defined]
+    else:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+
+
 def _bind(host: str, port: int, backlog: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that name it, and
     # without it every small response waits out Nagle's algorithm (about 40 ms on Linux).
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        claim_port(sock)
         sock.bind((host.strip("[]"), port))
         sock.listen(backlog)
     except BaseException:

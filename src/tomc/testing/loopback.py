@@ -15,6 +15,8 @@ from typing import Any
 import uvicorn
 from starlette.requests import Request
 
+from .._http.server import claim_port
+
 __all__ = [
     "LoopbackFake",
     "Recorded",
@@ -101,7 +103,7 @@ def serve_loopback(app: Any, name: str, *, port: int = 0, backlog: int = 128) ->
     # delayed ACK, about 40 ms per response on Linux.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        claim_port(sock)
         sock.bind(("127.0.0.1", port))
         sock.listen(backlog)
         server, thread = serve_in_thread(app, sock, name)

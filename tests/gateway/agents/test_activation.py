@@ -18,7 +18,7 @@ import threading
 import tomllib
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -136,17 +136,15 @@ def test_claude_activate_twice_then_restore_twice(env: dict[str, str], live_port
     folder = gateway_dir(tomc_home(env))
 
     done = activate("claude", port=live_port, home=tomc_home(env), environ=env)
-    assert (
-        f"claude: {home(env)}/.claude/settings.json now points at http://127.0.0.1:{live_port}"
-        in done
-    )
+    assert f"claude: {settings} now points at http://127.0.0.1:{live_port}" in done
     after = settings.read_text("utf-8")
     assert json.loads(after)["env"]["ANTHROPIC_BASE_URL"] == f"http://127.0.0.1:{live_port}"
     # Only the one value changed: every other byte (tabs, the inline array, unicode) is kept.
     assert after == CLAUDE_SETTINGS.replace(
         "https://llm-proxy.example.com/anthropic", f"http://127.0.0.1:{live_port}"
     )
-    assert (settings.stat().st_mode & 0o777) == 0o640
+    if sys.platform != "win32":  # Windows files have no POSIX mode to keep
+        assert (settings.stat().st_mode & 0o777) == 0o640
     backup = folder / "activations" / "claude.original"
     assert backup.read_bytes() == original
     record = load_record(folder, "claude")
@@ -168,7 +166,8 @@ def test_claude_activate_twice_then_restore_twice(env: dict[str, str], live_port
     restored = restore_direct("claude", home=tomc_home(env), environ=env)
     assert restored == [f"claude: {settings} restored byte for byte"]
     assert settings.read_bytes() == original
-    assert (settings.stat().st_mode & 0o777) == 0o640
+    if sys.platform != "win32":  # Windows files have no POSIX mode to keep
+        assert (settings.stat().st_mode & 0o777) == 0o640
     assert not (folder / "activations" / "claude.json").exists()
     assert not backup.exists()
 
@@ -556,7 +555,9 @@ def test_status_warns_when_an_agent_points_at_a_stopped_gateway(
 
 
 def test_systemd_unit_quotes_its_command() -> None:
-    argv = serve_argv(8787, Path("/home/a b/tomc %h"), python="/usr/bin/python3")
+    # A Linux path on any platform (systemd is Linux's).
+    home = PurePosixPath("/home/a b/tomc %h")
+    argv = serve_argv(8787, home, python="/usr/bin/python3")  # type: ignore[arg-type]
     unit = systemd_unit(argv)
     exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
     assert exec_start == (
@@ -588,7 +589,19 @@ def test_launchd_plist_and_task_xml_run_the_gateway() -> None:
     assert root.find("t:Principals/t:Principal/t:RunLevel", ns).text == "LeastPrivilege"
 
 
-@pytest.mark.parametrize("platform", ["linux", "darwin", "win32"])
+@pytest.mark.parametrize(
+    "platform",
+    [
+        "linux",
+        pytest.param(
+            "darwin",
+            marks=pytest.mark.skipif(
+                sys.platform == "win32", reason="POSIX-only: launchctl's domain is os.getuid()"
+            ),
+        ),
+        "win32",
+    ],
+)
 def test_login_entry_installed_and_removed(
     env: dict[str, str], live_port: int, platform: str
 ) -> None:

@@ -113,7 +113,8 @@ def test_verbose_serve_writes_no_secret(tmp_path) -> None:
             wait_for(lambda: probe(port).answering or process.poll() is not None)
             request_with_secrets(f"http://127.0.0.1:{port}")
         finally:
-            process.send_signal(signal.SIGINT)
+            # Ctrl-C's signal; Windows has none to send to a process: TerminateProcess there.
+            process.send_signal(signal.SIGINT if sys.platform != "win32" else signal.SIGTERM)
             _, err = process.communicate(timeout=10)
     log = err.decode()
     assert "GET /v1/models?key=***&beta=true" in log  # the access line is there, masked
