@@ -219,6 +219,33 @@ def reference_bm25(
     return scores
 
 
+def reference_spread(
+    scores: dict[int, float], count: int, weights: Sequence[float]
+) -> dict[int, float]:
+    """Line by line: a match's score plus the shares of the matches around it; a line with no
+    score of its own gets the shares, at most the largest weight times its best neighbour's
+    score (one above 0). The shares are added in the order of ``scores``, as the fast code adds
+    them, so the sums agree to the last bit."""
+    spread: dict[int, float] = {}
+    for line in range(count):
+        received, best, reached = 0.0, 0.0, False
+        for other, score in scores.items():
+            distance = abs(other - line)
+            if 1 <= distance <= len(weights) and weights[distance - 1]:
+                received += weights[distance - 1] * score
+                best, reached = max(best, score), True
+        if line in scores:
+            spread[line] = scores[line] + received
+        elif reached and best > 0.0:
+            spread[line] = min(received, max(w for w in weights if w) * best)
+    return spread
+
+
+def reference_best_first(scores: dict[int, float]) -> list[int]:
+    """Lines by score, best first, equal scores newer first: one sort on ``(-score, -line)``."""
+    return sorted(scores, key=lambda line: (-scores[line], -line))
+
+
 def reference_clause_coverage(
     texts: Sequence[str], clauses: Sequence[Sequence[str]], segments: Sequence[int] | None = None
 ) -> dict[int, float]:

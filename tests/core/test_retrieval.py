@@ -2,12 +2,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference import reference_bm25, reference_clause_coverage, reference_clause_leaders
+from reference import (
+    _humps_split,
+    reference_bm25,
+    reference_clause_coverage,
+    reference_clause_leaders,
+    reference_spread,
+)
 from tomc._core.lexicon import query_terms, stem
 from tomc._core.retrieval import (
     BM25_B,
     BM25_K1,
     SPEAKER_WEIGHT,
+    _split_humps,
     bm25_scores,
     clause_coverage,
     clause_leaders,
@@ -89,6 +96,22 @@ def test_spread_matches_a_brute_force_sum(scores: dict[int, float], weights: lis
         assert spread[line] == pytest.approx(total)
 
 
+@given(
+    scores=st.dictionaries(
+        st.integers(0, 29), st.sampled_from([0.0, 0.1, 0.3, 1.0, 2.5, 7.0]) | st.floats(0.0, 50.0)
+    ),
+    weights=st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.4, 1.0]) | st.floats(0.0, 1.0), max_size=4),
+    count=st.integers(0, 30),
+)
+def test_spread_is_the_reference_to_the_last_bit(
+    scores: dict[int, float], weights: list[float], count: int
+) -> None:
+    """The padded lists give the line-by-line sums exactly (the ranking must not move), in any
+    order of ``scores``, at the history's ends and with scores of 0."""
+    scores = {line: score for line, score in scores.items() if line < count}
+    assert spread_to_neighbours(scores, count, weights) == reference_spread(scores, count, weights)
+
+
 @pytest.mark.parametrize(
     ("line", "speaker"),
     [
@@ -165,6 +188,15 @@ def test_task_words_meet_identifiers() -> None:
         query_terms("What is deploy_target?"),
     )
     assert set(whole) == {0, 1}
+
+
+@given(
+    st.text(alphabet="aZ0_ .\nbYİı苹", max_size=30)
+    | st.text(alphabet=st.characters(max_codepoint=127), max_size=30)
+)
+def test_humps_are_split_as_the_reference_splits_them(text: str) -> None:
+    """The byte pre-check on ASCII text never skips a hump the pattern would split."""
+    assert _split_humps(text) == _humps_split(text)
 
 
 def test_a_task_is_split_into_its_requests() -> None:

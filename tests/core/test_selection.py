@@ -7,7 +7,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reference import reference_best_first
 from tomc import compile_memory
+from tomc._core.selection import best_first
 
 _RANK = re.compile(r"rank (\d+)")
 WORDS = ["retry", "timeout", "ingest", "worker", "alpha", "beta", "gamma", "queue", "cache"]
@@ -66,3 +68,9 @@ def test_each_kept_line_names_its_rule() -> None:
     assert rows["u1"].included and rows["u1"].reason.startswith("beside a BM25 match")
     assert rows["u14"].included and "kept by recency" in rows["u14"].reason
     assert not any("better-ranked" in row.reason for row in rows.values())
+
+
+@given(st.dictionaries(st.integers(0, 60), st.sampled_from([0.0, 0.5, 1.0, 2.0]) | st.floats(0, 9)))
+def test_best_first_is_one_sort_on_score_then_newest(scores: dict[int, float]) -> None:
+    """Two stable sorts in C give the order of the one on ``(-score, -line)``, ties included."""
+    assert best_first(scores) == reference_best_first(scores)

@@ -237,7 +237,7 @@ def assemble_memory(
         texts.append(rows[unit])
         costs.append(row_tokens[unit])
     if not hasattr(counter, "joins"):
-        memory = "".join(t + "\n" for t in texts)
+        memory = "\n".join(texts) + "\n" if texts else ""  # each row and its line break
         headers = _stamp_lines_above(range(len(texts)), unit_at, costs, len(records), group_of)
         return Packed(memory, sum(costs), kept_units, {}, frozenset(), headers)
     position = {unit: p for p, unit in unit_at.items()}

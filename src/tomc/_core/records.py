@@ -188,12 +188,13 @@ def _relation_records(
         # A named entity anywhere on the path, or (for single edges) a named label, makes a
         # row relevant.
         relevant = any(node in named for node in path.nodes) or path.labels[0] in named_labels
+        key = path.key  # built on each access
         records.append(
             Record(
                 "relation",
-                path.key,
+                key,
                 path.nodes[-1],
-                f"RELATION {path.key} ({format_ids(path.source_units)})",
+                f"RELATION {key} ({format_ids(path.source_units)})",
                 path.source_units,
                 relevant,
                 eligible or relevant,

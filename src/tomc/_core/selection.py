@@ -16,7 +16,7 @@ from .result import LedgerRow
 from .retrieval import bm25_scores, spread_to_neighbours, weight_named_speakers
 from .stamps import StampGroups
 
-__all__ = ["SourceRanking", "rank_sources", "source_ledger_rows"]
+__all__ = ["SourceRanking", "best_first", "rank_sources", "source_ledger_rows"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +42,20 @@ def rank_sources(
     own = bm25_scores(texts, row_tokens, query_terms(task))
     scores = spread_to_neighbours(own, len(texts))
     scores = weight_named_speakers(scores, texts if rows is None else rows, task)
-    matched = sorted(scores, key=lambda i: (-scores[i], -i))
     unmatched = [i for i in range(len(texts) - 1, -1, -1) if i not in scores]
-    return SourceRanking(scores, matched + unmatched, frozenset(own))
+    return SourceRanking(scores, best_first(scores) + unmatched, frozenset(own))
+
+
+def best_first(scores: Mapping[int, float]) -> list[int]:
+    """The lines by score, best first; equal scores newer (higher index) first.
+
+    Newest first, then a stable sort on the score alone (``reverse`` keeps equal scores in
+    their order): float keys compare in C, where a ``(-score, -index)`` tuple per line cost
+    three times as much (29 ms against 9 ms for 65K lines at 1M tokens).
+    """
+    order = sorted(scores, reverse=True)
+    order.sort(key=scores.__getitem__, reverse=True)
+    return order
 
 
 def source_ledger_rows(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -94,10 +95,12 @@ def read_history(history: History) -> SourceTable:
     if isinstance(history, str):
         if "\x00" in history:
             raise InvalidHistoryError("history contains NUL bytes; it looks like binary data")
-        for line_index, line in enumerate(history.splitlines()):
-            if line.strip():
-                texts.append(line)
-                line_indexes.append(line_index)
+        lines = history.splitlines()
+        # The lines with more than white space, and where they stand: map and compress keep the
+        # per-line work in C (str.strip gives a line back as it is when it has none to strip).
+        content = list(map(str.strip, lines))
+        texts = list(itertools.compress(lines, content))
+        line_indexes = list(itertools.compress(range(len(lines)), content))
         roles = [None] * len(texts)
         message_indexes = [0] * len(texts)
         is_chat = False
