@@ -140,7 +140,8 @@ test-latest-agents: $(DEV_STAMP)
 WINDOWS_TESTS := tests/core tests/chat tests/surfaces tests/test_api.py tests/test_examples.py \
 	tests/web/test_app.py tests/web/test_deadlines.py tests/mcp_server/test_server.py \
 	tests/gateway/agents tests/gateway/local tests/gateway/proxy tests/gateway/test_serve_port.py \
-	tests/gateway/test_serve_upstream.py --ignore=tests/gateway/proxy/test_status_page_browser.py \
+	tests/gateway/test_serve_upstream.py tests/litellm_hook/test_requests.py \
+	tests/litellm_hook/test_compaction.py --ignore=tests/gateway/proxy/test_status_page_browser.py \
 	--ignore=tests/gateway/proxy/test_store_redis.py --ignore=tests/gateway/proxy/test_ledger_redis.py
 
 test-windows: | $(BIN)/python

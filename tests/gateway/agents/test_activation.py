@@ -690,3 +690,31 @@ def test_health_probe_names_the_service_the_app_answers_with() -> None:
     from tomc._gateway.proxy import app
 
     assert health.SERVICE_NAME == app.SERVICE_NAME  # kept apart so probing loads no Starlette
+
+
+def test_round_trips_under_a_home_with_a_space_and_accented_letters(
+    tmp_path: Path, live_port: int
+) -> None:
+    """Windows homes hold spaces and letters beyond ASCII ("C:\\Users\\Zoë Ångström"), and
+    Windows editors write a BOM and CRLF: both clients' files come back byte for byte."""
+    home_dir = tmp_path / "Zoë Ångström home"
+    home_dir.mkdir()
+    env = isolated_env(tmp_path)
+    env["HOME"] = env["USERPROFILE"] = str(home_dir)
+    env["TOMC_HOME"] = str(home_dir / "AppData" / "Local" / "tomc")
+    claude = home_dir / ".claude" / "settings.json"
+    codex = home_dir / ".codex" / "config.toml"
+    originals = {}
+    for path, text in ((claude, CLAUDE_SETTINGS), (codex, CODEX_CONFIG)):
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"))
+        originals[path] = path.read_bytes()
+    for client in ("claude", "codex"):
+        activate(client, port=live_port, home=env["TOMC_HOME"], environ=env)
+    for path in originals:
+        changed = path.read_bytes()
+        assert changed != originals[path] and changed.startswith(b"\xef\xbb\xbf")
+        assert changed.count(b"\n") == changed.count(b"\r\n")
+    restore_direct(home=env["TOMC_HOME"], environ=env)
+    for path, original in originals.items():
+        assert path.read_bytes() == original
