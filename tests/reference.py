@@ -246,12 +246,11 @@ def reference_best_first(scores: dict[int, float]) -> list[int]:
     return sorted(scores, key=lambda line: (-scores[line], -line))
 
 
-def reference_clause_coverage(
-    texts: Sequence[str], clauses: Sequence[Sequence[str]], segments: Sequence[int] | None = None
-) -> dict[int, float]:
-    """For each line holding a term of some clause: the best, over clauses, of the idf-weighted
-    share of the clause's words the line (or its whole segment) holds. Words are read as in
-    :func:`reference_bm25`; idf is BM25's, over the lines."""
+def _clause_words(
+    texts: Sequence[str], clauses: Sequence[Sequence[str]], segments: Sequence[int] | None
+) -> tuple[list[set[str]], set[str], dict[str, float], dict[int, set[str]], list[int]]:
+    """Each line's words, the clauses' terms, their BM25 idf over the lines, the terms each
+    segment holds, and each line's segment."""
     stemmed = [set(_line_terms(text)) for text in texts]
     terms = {term for clause in clauses for term in clause}
     n = len(texts)
@@ -263,6 +262,16 @@ def reference_clause_coverage(
     segment_words: dict[int, set[str]] = {}
     for index, words in enumerate(stemmed):
         segment_words.setdefault(key[index], set()).update(words & terms)
+    return stemmed, terms, idf, segment_words, key
+
+
+def reference_clause_coverage(
+    texts: Sequence[str], clauses: Sequence[Sequence[str]], segments: Sequence[int] | None = None
+) -> dict[int, float]:
+    """For each line holding a term of some clause: the best, over clauses, of the idf-weighted
+    share of the clause's words the line (or its whole segment) holds. Words are read as in
+    :func:`reference_bm25`; idf is BM25's, over the lines."""
+    stemmed, terms, idf, segment_words, key = _clause_words(texts, clauses, segments)
     out = {}
     for index, words in enumerate(stemmed):
         if not words & terms:
@@ -282,17 +291,7 @@ def reference_clause_leaders(
     """For each clause: the last line whose (segment's) idf-weighted share of the clause's words
     is the largest, with that share; ``None`` when no line holds a word of it. Shares as in
     :func:`reference_clause_coverage`, per clause."""
-    stemmed = [set(_line_terms(text)) for text in texts]
-    terms = {term for clause in clauses for term in clause}
-    n = len(texts)
-    idf = {}
-    for term in terms:
-        df = sum(1 for words in stemmed if term in words)
-        idf[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-    key = list(segments) if segments is not None else list(range(n))
-    segment_words: dict[int, set[str]] = {}
-    for index, words in enumerate(stemmed):
-        segment_words.setdefault(key[index], set()).update(words & terms)
+    stemmed, terms, idf, segment_words, key = _clause_words(texts, clauses, segments)
     leaders: list[tuple[int, float] | None] = []
     for clause in clauses:
         best = None
@@ -302,7 +301,7 @@ def reference_clause_leaders(
             if not words & terms or not held & set(clause) or total <= 0:
                 continue
             share = sum(idf[t] for t in set(clause) if t in held) / total
-            if best is None or share >= best[1]:
+            if best is None or share >= best[1] - 1e-9:  # float sums: a tie within 1e-9
                 best = (index, share)
         leaders.append(best)
     return leaders

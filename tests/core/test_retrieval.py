@@ -241,7 +241,9 @@ _ASKED = st.sampled_from(["licence", "key", "retry", "budget", "max", "batch", "
     st.lists(st.lists(_ASKED, min_size=1, max_size=4).map(" ".join), min_size=1, max_size=6),
     st.integers(1, 4),
 )
-def test_clause_coverage_matches_the_reference(rows: list[str], asks: list[str], span: int) -> None:
+def test_clause_coverage_and_leaders_match_the_reference(
+    rows: list[str], asks: list[str], span: int
+) -> None:
     clauses = [c for c in (query_terms(ask) for ask in asks) if c]
     segments = [index // span for index in range(len(rows))]  # runs of lines read as one
     for given_segments in (None, segments):
@@ -250,21 +252,10 @@ def test_clause_coverage_matches_the_reference(rows: list[str], asks: list[str],
         assert found.keys() == expected.keys()
         for index, share in expected.items():
             assert found[index] == pytest.approx(share)
-
-
-@given(
-    st.lists(st.lists(_WORDS, max_size=6).map(" ".join), min_size=1, max_size=25),
-    st.lists(st.lists(_ASKED, min_size=1, max_size=4).map(" ".join), min_size=1, max_size=6),
-    st.integers(1, 4),
-)
-def test_clause_leaders_match_the_reference(rows: list[str], asks: list[str], span: int) -> None:
-    clauses = [c for c in (query_terms(ask) for ask in asks) if c]
-    segments = [index // span for index in range(len(rows))]
-    for given_segments in (None, segments):
-        found = clause_leaders(rows, clauses, segments=given_segments)
-        expected = reference_clause_leaders(rows, clauses, given_segments)
-        assert len(found) == len(expected) == len(clauses)
-        for got, want in zip(found, expected, strict=True):
+        leaders = clause_leaders(rows, clauses, segments=given_segments)
+        wanted = reference_clause_leaders(rows, clauses, given_segments)
+        assert len(leaders) == len(wanted) == len(clauses)
+        for got, want in zip(leaders, wanted, strict=True):
             if want is None:
                 assert got is None
             else:

@@ -25,6 +25,7 @@ __all__ = [
     "BM25_B",
     "BM25_K1",
     "NEIGHBOUR_WEIGHTS",
+    "SHARE_TIE",
     "SPEAKER_WEIGHT",
     "ClauseMatches",
     "bm25_scores",
@@ -308,6 +309,10 @@ def clause_leaders(
     return clause_matches(texts, clauses, segments=segments).leaders
 
 
+#: Two shares of a clause closer than this are a tie (the newer line leads).
+SHARE_TIE = 1e-9
+
+
 @dataclass(frozen=True, slots=True)
 class ClauseMatches:
     """:func:`clause_coverage` and :func:`clause_leaders` of the same lines, read once."""
@@ -329,7 +334,8 @@ def clause_matches(
     for index in sorted(keys):
         for number, share in shares[keys[index]].items():
             best = leaders[number]
-            if best is None or share >= best[1]:
+            # Shares are sums of floats in no fixed order: equal ones may differ in the last bit.
+            if best is None or share >= best[1] - SHARE_TIE:
                 leaders[number] = (index, share)
     return ClauseMatches({index: by_key[key] for index, key in keys.items()}, leaders)
 
