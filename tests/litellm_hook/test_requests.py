@@ -109,3 +109,13 @@ def test_usage_is_read_from_litellms_openai_shaped_figures():
     assert usage is not None and (usage.billing, usage.cache_read_tokens) == ("openai", 4_096)
     assert usage_of({"usage": {"prompt_tokens": 0}}, messages) is None
     assert usage_of(None, messages) is None
+
+
+def test_the_hook_module_imports_wherever_litellm_is_installed() -> None:
+    """What a proxy's config names (``callbacks: tomc.litellm.hook``) loads: run by the Windows
+    suite, whose runtime has litellm; the LiteLLM proxy tests cover it on Linux."""
+    custom_logger = pytest.importorskip("litellm.integrations.custom_logger")
+    import tomc.litellm
+
+    assert isinstance(tomc.litellm.hook, custom_logger.CustomLogger)
+    assert isinstance(tomc.litellm.hook, tomc.litellm.TomcHook)
