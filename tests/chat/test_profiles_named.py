@@ -12,7 +12,7 @@ import pytest
 
 from chat_fixtures import history_tokens, openai_client
 from fake_providers import FakeProvider
-from tomc import AutomaticChatSession
+from tomc import AutomaticChatSession, InvalidOptionError
 from tomc._gateway.agents import limits
 from tomc.chat._profiles import ProfileTable, bundled_profiles
 
@@ -219,3 +219,24 @@ def test_the_specifications_example_compacts_a_long_history(server, client):
     assert len(sent["messages"]) < len(messages)
     assert sent["messages"][0] == messages[0]  # the system prompt stays byte-identical
     assert sent["messages"][-1] == messages[-1]  # and so does the latest user message
+
+
+def test_a_request_without_an_output_limit_leaves_room_for_the_models_default() -> None:
+    """Kimi K3 answers a request that sets no ``max_completion_tokens`` with up to 131,072
+    tokens: the prompt must leave room for that, not for the session's 8,192."""
+    messages = [{"role": "user", "content": "Summarise the incident."}]
+    session = AutomaticChatSession()
+    unset = session.prepare_request({"model": "kimi-k3", "messages": messages}, api="chat")
+    assert unset.decision.output_reserve == 131_072
+    own = {"model": "kimi-k3", "messages": messages, "max_completion_tokens": 4_096}
+    assert session.prepare_request(own, api="chat").decision.output_reserve == 4_096
+    other = session.prepare_request({"model": "gpt-4o", "messages": messages}, api="chat")
+    assert other.decision.output_reserve == 8_192
+
+
+@pytest.mark.parametrize("value", [0, -1, True, "131072", 2_000_000])
+def test_a_default_output_is_checked_by_name(value: object) -> None:
+    with pytest.raises(InvalidOptionError, match="default_output_tokens"):
+        AutomaticChatSession(
+            model_profiles={"m": {"context_window": 1_000_000, "default_output_tokens": value}}
+        )

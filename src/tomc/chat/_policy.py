@@ -111,6 +111,14 @@ def _gather(
     gate = state.native.gate(options.native_cooldown_requests, options.native_pause_limit)
     model = request.get("model")
     profile = caches.profiles.get(model) if isinstance(model, str) else None
+    if (
+        profile is not None
+        and profile.default_output_tokens
+        and (dialect.output_reserve(request) is None)
+    ):
+        # A request with no output limit gets the model's default: the prompt leaves room.
+        reserve = max(reserve, profile.default_output_tokens)
+        known["output_reserve"] = reserve
     encoding = profile.encoding if profile else None
     meter = caches.meter(encoding, state.margins.get(encoding or ""))
     known.update(meter=meter, encoding=encoding or "")

@@ -56,6 +56,9 @@ class ModelProfile:
     #: The model's own prompt-cache prices and lifetime where they differ from its API
     #: format's rules (``"cache": {"read": 0.05}`` in the table).
     cache: CacheTerms | None = None
+    #: The output the provider allows a request that sets no limit (Kimi K3: 131,072), which
+    #: the prompt must leave room for.
+    default_output_tokens: int | None = None
 
     @classmethod
     def from_mapping(cls, model: str, data: Mapping[str, Any]) -> ModelProfile:
@@ -65,6 +68,15 @@ class ModelProfile:
         output = data.get("max_output_tokens")
         if output is not None and (not isinstance(output, int) or output <= 0):
             raise InvalidOptionError(f"profile {model!r}: max_output_tokens must be positive")
+        default_output = data.get("default_output_tokens")
+        if default_output is not None and (
+            isinstance(default_output, bool)
+            or not isinstance(default_output, int)
+            or not 0 < default_output < window
+        ):
+            raise InvalidOptionError(
+                f"profile {model!r}: default_output_tokens must be positive and under the window"
+            )
         encoding = data.get("encoding")
         if encoding is not None and encoding not in BPE_ENCODINGS:
             raise InvalidOptionError(
@@ -78,6 +90,7 @@ class ModelProfile:
             source=str(data.get("source", "")),
             encoding=encoding,
             cache=_cache_terms(model, data.get("cache")),
+            default_output_tokens=default_output,
         )
 
 
