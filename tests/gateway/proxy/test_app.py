@@ -308,7 +308,12 @@ def test_status_shows_figures_never_text_or_credentials(fake, caplog):
             health = http.get(f"{base}/healthz").json()
     assert health["service"] == "tomc-gateway"
     some_text = body["messages"][1]["content"][:40]
-    for shown in (status, page, caplog.text):
+    # The gateway's logs, not the test client's: an openai SDK logs its own request at DEBUG
+    # (2.x with the messages; litellm's pin brings that version into the Windows runtime).
+    logged = "\n".join(
+        r.getMessage() for r in caplog.records if not r.name.startswith(("openai", "anthropic"))
+    )
+    for shown in (status, page, logged):
         assert OPENAI_SECRET not in shown
         assert some_text not in shown
     assert json.loads(status)["conversations"][0]["decisions"] == {"compiled": 1}
