@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib.metadata import entry_points
+import tomllib
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,6 +21,7 @@ import pytest
 
 from tomc._gateway.local import launcher
 
+PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
 ARGS = ["-p", "~", "~/notes.txt", "$TOMC_TEST_VAR", "${TOMC_TEST_VAR}", "%TOMC_TEST_VAR%", "*.txt"]
 
 
@@ -61,8 +63,10 @@ def test_tomc_run_passes_the_agents_arguments_as_typed(
     windows_click: list, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     if how == "console script":
-        (entry,) = entry_points(group="console_scripts", name="tomc")
-        main = entry.load()  # what the installed `tomc` calls, with no arguments
+        # What the installed `tomc` calls, with no arguments: pyproject.toml's [project.scripts]
+        # (read there: the Windows runtime imports the checkout without installing it).
+        scripts = tomllib.loads(PYPROJECT.read_text("utf-8"))["project"]["scripts"]
+        main = EntryPoint("tomc", scripts["tomc"], "console_scripts").load()
     else:
         from tomc._cli import main  # what src/tomc/__main__.py calls
     monkeypatch.setattr(sys, "argv", ["tomc", "run", "claude", *ARGS])
