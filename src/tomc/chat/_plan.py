@@ -92,10 +92,18 @@ def prefix_tokens(plan: RequestPlan, segments: Sequence[Segment], first_new: int
         region = segments[first_new].region
         tokens += sum(entry.tokens for entry in entries[position : region.start])
         # Its leading instruction items stay in place ahead of its memory.
-        for entry in entries[region.start : region.end]:
-            if not entry.kept:
-                break
-            tokens += entry.tokens
+        tokens += leading_kept_tokens(entries[region.start : region.end])
+    return tokens
+
+
+def leading_kept_tokens(entries: Sequence[Entry]) -> int:
+    """Tokens of the instruction items ``entries`` start with: a rewrite keeps them in place,
+    ahead of any memory."""
+    tokens = 0
+    for entry in entries:
+        if not entry.kept:
+            break
+        tokens += entry.tokens
     return tokens
 
 

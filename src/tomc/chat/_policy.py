@@ -12,16 +12,15 @@ time).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from ._account import Verdict
-from ._conversation import Entry
 from ._items import ItemCache
 from ._meter import TokenMeter, meter_for
 from ._options import SessionOptions
-from ._plan import Outcome, RequestPlan
+from ._plan import Outcome, RequestPlan, leading_kept_tokens
 from ._plan import view as build_view
 from ._profiles import ProfileTable, effective_window
 from ._rebuild import build, finish
@@ -146,7 +145,7 @@ def _gather(
     entries = caches.items.read(dialect, meter, items)
     fixed = meter.count(dialect.fixed_text(request))
     before = fixed + sum(entry.tokens for entry in entries)
-    stable = fixed + _leading_kept(entries)
+    stable = fixed + leading_kept_tokens(entries)
     known.update(entries=entries, fixed_tokens=fixed, stable_tokens=stable, tokens_before=before)
     problems = dialect.pairing(entries)
     if problems:
@@ -187,16 +186,6 @@ def _backoff(options: SessionOptions, state: ConversationState, known: dict[str,
     if known["tokens_before"] <= known["fit_limit"]:
         raise PassThrough("backoff", reason)
     known["notes"] = (f"{reason}, but the unchanged request would not fit",)
-
-
-def _leading_kept(entries: Sequence[Entry]) -> int:
-    """Tokens of the instruction items the history starts with (kept ahead of any memory)."""
-    tokens = 0
-    for entry in entries:
-        if not entry.kept:
-            break
-        tokens += entry.tokens
-    return tokens
 
 
 def decide(

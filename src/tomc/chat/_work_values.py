@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from .._core.retrieval import clause_coverage, clause_leaders, task_clauses
+from .._core.retrieval import clause_matches, task_clauses
 from .._core.values import Value, ValueHistory, newest_values, read_values
 from ._work_lines import Output
 
@@ -143,13 +143,14 @@ def values_section(
         return ValuesSection("", frozenset())
     names = [h.current.name.replace(".", " ") for h, _ in rows]
     clauses = task_clauses(task)
-    scores = clause_coverage(names, clauses)
+    matches = clause_matches(names, clauses)
+    scores = dict(matches.coverage)
     # Each request's best key counts as named even when it says little of the request
     # ("the node holding partition 12's lease" has only "lease" of lease_owner), and comes
     # before every other: a request's one answer before a second good match of another.
     leaders: dict[int, float] = {}
     led: dict[int, list[tuple[int, float]]] = {}  # row -> the requests it answers best
-    for number, leader in enumerate(clause_leaders(names, clauses)):
+    for number, leader in enumerate(matches.leaders):
         if leader is not None and leader[1] >= LEADER_KEY_MATCH:
             leaders[leader[0]] = max(leaders.get(leader[0], 0.0), leader[1])
             scores[leader[0]] = max(scores[leader[0]], STRONG_KEY_MATCH)
