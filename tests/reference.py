@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from tomc._core.lexicon import CJK_CHAR, WORD_PATTERN, inflections, stem, word_tokens
 from tomc._core.operations import Copy, Relation, Set
@@ -186,11 +186,32 @@ def _humps_split(text: str) -> str:
     return "".join(out)
 
 
-def _line_terms(text: str) -> list[str]:
+def _split_compound(
+    part: str, terms: Collection[str], pairs: Collection[tuple[str, str]]
+) -> list[str]:
+    """``part`` stemmed; when that is no term, the two terms of one of ``pairs`` it is a
+    closed compound of: the first cut (each side three characters or more) whose two stemmed
+    sides are a pair, in order."""
+    whole = stem(part)
+    if whole not in terms:
+        for cut in range(3, len(part) - 2):
+            if (stem(part[:cut]), stem(part[cut:])) in pairs:
+                return [stem(part[:cut]), stem(part[cut:])]
+    return [whole]
+
+
+def _line_terms(
+    text: str, terms: Collection[str] = (), pairs: Collection[tuple[str, str]] = ()
+) -> list[str]:
     """A line's stemmed terms: the parts of its words, each word split where a lower-case
-    letter or digit meets a capital and at each ``_``."""
+    letter or digit meets a capital and at each ``_``; a part whose stem is no term of
+    ``terms`` but that is a closed compound of one of ``pairs``, as both terms."""
     return [
-        stem(part) for token in word_tokens(_humps_split(text)) for part in token.split("_") if part
+        term
+        for token in word_tokens(_humps_split(text))
+        for part in token.split("_")
+        if part
+        for term in _split_compound(part, terms, pairs)
     ]
 
 
@@ -201,8 +222,11 @@ def reference_bm25(
 
     A line's tokens are the parts of its words: a word is split where a lower-case letter or
     digit meets a capital and at each ``_``, then each part is stemmed (query terms here hold no
-    ``_``; a term written as an identifier is matched whole, tested on its own)."""
-    stemmed = [_line_terms(text) for text in texts]
+    ``_``; a term written as an identifier is matched whole, tested on its own). A part that
+    is no query term but a closed compound of two terms one after the other in ``terms`` is
+    both."""
+    pairs = set(itertools.pairwise(terms))
+    stemmed = [_line_terms(text, set(terms), pairs) for text in texts]
     n = len(texts)
     average = (sum(lengths) / n) or 1.0
     scores: dict[int, float] = {}
@@ -251,8 +275,9 @@ def _clause_words(
 ) -> tuple[list[set[str]], set[str], dict[str, float], dict[int, set[str]], list[int]]:
     """Each line's words, the clauses' terms, their BM25 idf over the lines, the terms each
     segment holds, and each line's segment."""
-    stemmed = [set(_line_terms(text)) for text in texts]
     terms = {term for clause in clauses for term in clause}
+    pairs = {pair for clause in clauses for pair in itertools.pairwise(clause)}
+    stemmed = [set(_line_terms(text, terms, pairs)) for text in texts]
     n = len(texts)
     idf = {}
     for term in terms:
@@ -286,23 +311,30 @@ def reference_clause_coverage(
 
 
 def reference_clause_leaders(
-    texts: Sequence[str], clauses: Sequence[Sequence[str]], segments: Sequence[int] | None = None
+    texts: Sequence[str],
+    clauses: Sequence[Sequence[str]],
+    segments: Sequence[int] | None = None,
+    ranks: Sequence[int] | None = None,
 ) -> list[tuple[int, float] | None]:
     """For each clause: the last line whose (segment's) idf-weighted share of the clause's words
     is the largest, with that share; ``None`` when no line holds a word of it. Shares as in
-    :func:`reference_clause_coverage`, per clause."""
+    :func:`reference_clause_coverage`, per clause. With ``ranks``, of the lines with the
+    largest share, the last of those with the lowest rank."""
     stemmed, terms, idf, segment_words, key = _clause_words(texts, clauses, segments)
     leaders: list[tuple[int, float] | None] = []
     for clause in clauses:
-        best = None
+        best, best_size = None, 0
         total = sum(idf[t] for t in set(clause))
         for index, words in enumerate(stemmed):
             held = segment_words[key[index]]
             if not words & terms or not held & set(clause) or total <= 0:
                 continue
             share = sum(idf[t] for t in set(clause) if t in held) / total
-            if best is None or share >= best[1] - 1e-9:  # float sums: a tie within 1e-9
-                best = (index, share)
+            size = ranks[index] if ranks is not None else 0
+            # Float sums: shares within 1e-9 are a tie.
+            larger = best is None or share > best[1] + 1e-9
+            if larger or (best is not None and share >= best[1] - 1e-9 and size <= best_size):
+                best, best_size = (index, share), size
         leaders.append(best)
     return leaders
 

@@ -18,7 +18,9 @@ from tomc._core.retrieval import (
     bm25_scores,
     clause_coverage,
     clause_leaders,
+    clause_matches,
     leading_speaker,
+    part_count,
     spread_to_neighbours,
     task_clauses,
     weight_named_speakers,
@@ -190,6 +192,72 @@ def test_task_words_meet_identifiers() -> None:
     assert set(whole) == {0, 1}
 
 
+def test_task_words_meet_the_closed_compound_a_name_makes_of_them() -> None:
+    """ "The shard map client" meets ``shardmap-client``: a word that is no task word but two
+    task words said one after the other, in that order, counts as both; the other order, or
+    words of two different requests, do not make one."""
+    rows = [
+        "shardmap-client==7.26.4",
+        "ShardMapClient = 3",  # camelCase is split anyway
+        "mapshard = 1",  # the other order
+        "shardmaps_total 4",  # an inflection of the compound
+        "shard",
+    ]
+    scores = bm25_scores(rows, [3] * len(rows), query_terms("the shard map client library"))
+    assert set(scores) == {0, 1, 3, 4}
+    assert scores[0] > scores[4]  # shard + map + client beats shard
+    coverage = clause_coverage(rows, task_clauses("1. the shard map\n2. the client"))
+    assert coverage[0] == pytest.approx(1.0) and 2 not in coverage
+    # "shard" ends one request and "map" opens the next: together they name nothing.
+    apart = clause_coverage(rows, task_clauses("1. the shard\n2. the map client"))
+    assert apart[0] < 1.0 and 2 not in apart
+
+
+_COMPOUND_ROWS = st.sampled_from(
+    [
+        "shard",
+        "map",
+        "shardmap",
+        "mapshard",
+        "shardmaps",
+        "retry",
+        "budget",
+        "retrybudget",
+        "retriesbudget",
+        "budgetretry",
+        "maps",
+        "ShardMap",
+        "shard_map",
+        "shardy",
+        "key",
+    ]
+)
+_COMPOUND_ASKS = st.sampled_from(["shard", "map", "retries", "budget", "key", "maps"])
+
+
+@given(
+    st.lists(st.lists(_COMPOUND_ROWS, max_size=5).map(" ".join), min_size=1, max_size=12),
+    st.lists(
+        st.lists(_COMPOUND_ASKS, min_size=1, max_size=4).map(" ".join), min_size=1, max_size=4
+    ),
+)
+def test_compounds_match_the_reference(rows: list[str], asks: list[str]) -> None:
+    """BM25 and the clause shares count closed compounds as the oracles do."""
+    terms = query_terms(" ".join(asks))
+    lengths = [max(1, len(row.split())) for row in rows]
+    fast = bm25_scores(rows, lengths, terms)
+    slow = reference_bm25(rows, lengths, terms, BM25_K1, BM25_B)
+    assert fast.keys() == slow.keys()
+    for index, score in fast.items():
+        assert score == pytest.approx(slow[index])
+    clauses = [c for c in (query_terms(ask) for ask in asks) if c]
+    found = clause_coverage(rows, clauses)
+    expected = reference_clause_coverage(rows, clauses)
+    assert found.keys() == expected.keys()
+    for index, share in expected.items():
+        assert found[index] == pytest.approx(share)
+
+
 @given(
     st.text(alphabet="aZ0_ .\nbYİı苹", max_size=30)
     | st.text(alphabet=st.characters(max_codepoint=127), max_size=30)
@@ -252,15 +320,27 @@ def test_clause_coverage_and_leaders_match_the_reference(
         assert found.keys() == expected.keys()
         for index, share in expected.items():
             assert found[index] == pytest.approx(share)
-        leaders = clause_leaders(rows, clauses, segments=given_segments)
-        wanted = reference_clause_leaders(rows, clauses, given_segments)
-        assert len(leaders) == len(wanted) == len(clauses)
-        for got, want in zip(leaders, wanted, strict=True):
-            if want is None:
-                assert got is None
-            else:
-                assert got is not None and got[0] == want[0]
-                assert got[1] == pytest.approx(want[1])
+        for ranks in (None, [part_count(row) for row in rows], [len(row) % 3 for row in rows]):
+            leaders = clause_matches(rows, clauses, segments=given_segments, ranks=ranks).leaders
+            wanted = reference_clause_leaders(rows, clauses, given_segments, ranks)
+            assert len(leaders) == len(wanted) == len(clauses)
+            for got, want in zip(leaders, wanted, strict=True):
+                if want is None:
+                    assert got is None
+                else:
+                    assert got is not None and got[0] == want[0]
+                    assert got[1] == pytest.approx(want[1])
+
+
+def test_of_lines_that_tie_the_lowest_rank_leads_then_the_newest() -> None:
+    """A caller may order equal matches: "the container image" names ``containers.image``
+    more than the newer ``containers.imagePullPolicy``, whose other words it did not say."""
+    names = ["spec containers image", "spec containers imagePullPolicy", "containers image"]
+    clauses = task_clauses("the worker's container image tag")
+    assert [part_count(name) for name in names] == [3, 5, 2]
+    assert clause_matches(names, clauses).leaders[0][0] == 2  # a three-way tie: the newest
+    assert clause_matches(names, clauses, ranks=[3, 5, 3]).leaders[0][0] == 2
+    assert clause_matches(names, clauses, ranks=[2, 5, 3]).leaders[0][0] == 0
 
 
 def test_every_request_gets_its_best_line_even_a_weak_one() -> None:

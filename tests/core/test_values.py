@@ -110,10 +110,75 @@ def test_tables_give_each_cell_by_row_and_column(columns: list[str], data) -> No
             "image: registry.example.com/team/app:1.4.2",
             ("image", "registry.example.com/team/app:1.4.2"),
         ),
+        (
+            "17 4 * * 2  /srv/bin/compact --older-than 9d",
+            ("cron /srv/bin/compact --older-than 9d", "17 4 * * 2"),
+        ),
+        (
+            "*/5 * * * mon-fri root run-parts /etc/x",
+            ("cron root run-parts /etc/x", "*/5 * * * mon-fri"),
+        ),
+        ("@daily /usr/local/bin/backup.sh", ("cron /usr/local/bin/backup.sh", "@daily")),
     ],
 )
 def test_one_line_forms(line: str, pair: tuple[str, str]) -> None:
     assert [(v.name, v.value) for v in read_values([line])] == [pair]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "1 2 3 4 5 six",  # five numbers, no `*`: a row of data
+        "* item one two three four",  # a markdown list
+        "x = 2 * 3 * 4 * 5",
+        "2026-11-04 02:19:41,028 WARN disk * full",
+    ],
+)
+def test_what_is_no_crontab_entry(line: str) -> None:
+    assert not [v for v in read_values([line]) if v.form == "cron"]
+
+
+TRACEBACK = """\
+2026-11-04 02:19:41,028 ERROR ingest.worker: batch 8812 failed
+Traceback (most recent call last):
+  File "/srv/app/worker.py", line 188, in run_batch
+    self.route(record)
+  File "/srv/app/vendor/shardmap/resolver.py", line 241, in lookup
+    return self._table[key]
+KeyError: 'tenant-0417'
+2026-11-04 02:19:42,001 INFO ingest.worker: next batch
+"""
+
+
+def test_a_tracebacks_last_frame_is_a_value_of_its_exception() -> None:
+    """Where the error was raised (the last frame), keyed by the exception; a later traceback
+    of the same exception replaces it, one cut short still counts."""
+    values = read_values(TRACEBACK.splitlines())
+    assert [(v.name, v.value, v.line) for v in values if v.form == "traceback"] == [
+        (
+            "KeyError traceback.last_frame.file",
+            "/srv/app/vendor/shardmap/resolver.py, line 241, in lookup",
+            6,
+        )
+    ]
+    assert ("KeyError", "tenant-0417") in [(v.name, v.value) for v in values]
+    later = TRACEBACK.replace('resolver.py", line 241', 'cache.py", line 9')
+    found = newest_values(
+        (v, n) for n, text in enumerate((TRACEBACK, later)) for v in read_values(text.splitlines())
+    )
+    history = found[("KeyError", "traceback.last_frame.file")]
+    assert history.current.value.startswith("/srv/app/vendor/shardmap/cache.py, line 9")
+    assert [v.value for v, _ in history.replaced] == [
+        "/srv/app/vendor/shardmap/resolver.py, line 241, in lookup"
+    ]
+    cut = TRACEBACK.splitlines()[1:5]  # output cut short inside the traceback
+    for lines in (cut, [*cut, "(output truncated)"]):
+        assert [(v.name, v.value) for v in read_values(lines) if v.form == "traceback"] == [
+            (
+                "traceback.last_frame.file",
+                "/srv/app/vendor/shardmap/resolver.py, line 241, in lookup",
+            )
+        ]
 
 
 CODE = """\

@@ -8,7 +8,10 @@ Identifiers are read as the words they are made of, because a person names them 
 "the ingest worker's max batch" meets ``ingest-worker`` and ``max_batch``, "upstream token TTL"
 meets ``UPSTREAM_TOKEN_TTL`` and ``upstreamTokenTtl``. A part starts after ``_`` as after any
 non-word character, and a camelCase hump starts a part; a query term written as an identifier
-(``deploy_target``) still matches it whole.
+(``deploy_target``) still matches it whole. Two task words said one after the other also meet
+the closed compound a name makes of them, in that order: "the shard map client" meets
+``shardmap-client`` (a word of the text that is no query term but splits into two consecutive
+ones counts as both).
 """
 
 from __future__ import annotations
@@ -24,15 +27,19 @@ from .lexicon import CJK_RANGES, WORD_PATTERN, query_terms, stem
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "COMPOUND_PART",
     "NEIGHBOUR_WEIGHTS",
     "SHARE_TIE",
     "SPEAKER_WEIGHT",
     "ClauseMatches",
+    "adjacent_pairs",
     "bm25_scores",
     "clause_coverage",
     "clause_leaders",
     "clause_matches",
+    "compound_parts",
     "leading_speaker",
+    "part_count",
     "spread_to_neighbours",
     "task_clauses",
     "weight_named_speakers",
@@ -102,10 +109,36 @@ def _surface_pattern(terms: Sequence[str]) -> re.Pattern[str]:
     return re.compile("|".join(parts))
 
 
+#: The shortest part of a closed compound: "shardmap" is shard + map, "rerun" is not re + run.
+COMPOUND_PART = 3
+
+
+def adjacent_pairs(terms: Sequence[str]) -> frozenset[tuple[str, str]]:
+    """Each two terms one after the other in ``terms``: the closed compounds they may form."""
+    return frozenset(itertools.pairwise(terms))
+
+
+def compound_parts(surface: str, pairs: frozenset[tuple[str, str]]) -> tuple[str, str] | None:
+    """The two terms ``surface`` (one part of a word, lower-case) is made of, in the order of one
+    of ``pairs``, split at the first point that gives one (each side at least
+    :data:`COMPOUND_PART` characters, each stemmed); ``None`` when it is no such compound."""
+    for cut in range(COMPOUND_PART, len(surface) - COMPOUND_PART + 1):
+        parts = (stem(surface[:cut]), stem(surface[cut:]))
+        if parts in pairs:
+            return parts
+    return None
+
+
 def term_frequencies(
-    texts: Sequence[str], terms: Sequence[str]
+    texts: Sequence[str],
+    terms: Sequence[str],
+    compounds: frozenset[tuple[str, str]] | None = None,
 ) -> list[tuple[int, dict[str, int]]]:
     """``(line index, {term: tf})`` for every line that contains a query term, in order.
+
+    A word that is no term but a closed compound of two terms, in the order of one of
+    ``compounds`` (by default each two terms one after the other in ``terms``), counts once
+    for each (:func:`compound_parts`).
 
     One pass over all lines joined; the line breaks are matches too, so each match knows its
     line without a search.
@@ -113,24 +146,30 @@ def term_frequencies(
     if not terms:
         return []
     wanted = frozenset(terms)
+    pairs = adjacent_pairs(terms) if compounds is None else compounds
     joined = "\n".join(texts)
     if joined.count("\n") != len(texts) - 1:
         # A break inside a line would shift the count; to the pattern it is white space anyway.
         joined = "\n".join(text.replace("\n", " ") for text in texts)
     if not joined.islower():
         joined = _split_humps(joined)
-    stems: dict[str, str] = {"\n": "\n"}
+    # Each surface's terms: its stem, the two parts of a compound, or none (cached, since a
+    # history repeats its words).
+    found: dict[str, tuple[str, ...]] = {}
     by_line: dict[int, dict[str, int]] = {}
     line = 0
     tf: dict[str, int] | None = None
     for surface in _surface_pattern(terms).findall(joined.lower()):
-        term = stems.get(surface)
-        if term is None:
-            term = stems[surface] = stem(surface)
-        if term == "\n":
+        if surface == "\n":
             line += 1
             tf = None
-        elif term in wanted:
+            continue
+        counted = found.get(surface)
+        if counted is None:
+            term = stem(surface)
+            counted = (term,) if term in wanted else (compound_parts(surface, pairs) or ())
+            found[surface] = counted
+        for term in counted:
             if tf is None:
                 tf = by_line[line] = {}
             tf[term] = tf.get(term, 0) + 1
@@ -321,13 +360,28 @@ class ClauseMatches:
     leaders: list[tuple[int, float] | None]
 
 
+def part_count(text: str) -> int:
+    """How many words ``text`` holds, identifiers read as their parts (``imagePullPolicy``: 3)."""
+    return sum(
+        1
+        for word in WORD_PATTERN.findall(_split_humps(text).lower())
+        for part in word.split("_")
+        if part
+    )
+
+
 def clause_matches(
     texts: Sequence[str],
     clauses: Sequence[Sequence[str]],
     *,
     segments: Sequence[int] | None = None,
+    ranks: Sequence[int] | None = None,
 ) -> ClauseMatches:
-    """Each line's best share of one clause, and each clause's best line (see above)."""
+    """Each line's best share of one clause, and each clause's best line (see above).
+
+    With ``ranks`` (one per line), of lines that tie the one with the lowest rank leads, then
+    the newest: the caller's own order of preference among equal matches.
+    """
     shares, keys = _clause_shares(texts, clauses, segments)
     by_key = {key: max(found.values(), default=0.0) for key, found in shares.items()}
     leaders: list[tuple[int, float] | None] = [None] * len(clauses)
@@ -335,7 +389,11 @@ def clause_matches(
         for number, share in shares[keys[index]].items():
             best = leaders[number]
             # Shares are sums of floats in no fixed order: equal ones may differ in the last bit.
-            if best is None or share >= best[1] - SHARE_TIE:
+            if best is None or share > best[1] + SHARE_TIE:
+                leaders[number] = (index, share)
+                continue
+            tie = share >= best[1] - SHARE_TIE
+            if tie and (ranks is None or ranks[index] <= ranks[best[0]]):
                 leaders[number] = (index, share)
     return ClauseMatches({index: by_key[key] for index, key in keys.items()}, leaders)
 
@@ -348,7 +406,10 @@ def _clause_shares(
     """Each segment's share of each clause it has words of (segment -> clause -> share), and
     the segment of each line that has a term of some clause."""
     terms = list(dict.fromkeys(term for clause in clauses for term in clause))
-    hits = term_frequencies(texts, terms)
+    # Compounds of one request's words only: the last word of one and the first of the next
+    # are not a name.
+    compounds = frozenset(pair for clause in clauses for pair in adjacent_pairs(clause))
+    hits = term_frequencies(texts, terms, compounds)
     if not hits:
         return {}, {}
     count = len(texts)

@@ -12,6 +12,10 @@ An agent reads values in many formats, and most of them are not ``name = value``
     requests==2.31.4                                                version pins
     MAX_BATCH = 72613, MAX_BATCH: int = 72613                       constants with literal values
                                                                     (form "constant" in code)
+    17 4 * * 2  /srv/bin/compact --older-than 9d                    crontab entries: the command's
+                                                                    schedule (``cron <command>``)
+    Traceback ... File "/srv/app/shards.py", line 241, in lookup    a traceback's last frame, by
+    KeyError: 'tenant-0417'                                         its exception
 
 :func:`read_values` reads one text (one tool output, one file) line by line, with the little
 state those formats need (the YAML parents, the current section, a table's header), and returns
@@ -35,6 +39,7 @@ from dataclasses import dataclass
 __all__ = [
     "MAX_VALUE_CHARS",
     "SCOPE_KEYS",
+    "TRACEBACK_START",
     "VOLATILE_KEYS",
     "Value",
     "ValueHistory",
@@ -117,6 +122,19 @@ _LOG_LINE = re.compile(
     r"|(?:level|lvl|ts|time|t)="
 )
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*\s*(?::[^=]*)?=")
+#: The title of a Python traceback (after a log prefix or alone).
+TRACEBACK_START = re.compile(r"(?:.*\s)?Traceback \(most recent call last\):\s*$")
+_FRAME = re.compile(r'\s+File "([^"]+)", line (\d+)(?:, in (\S+))?\s*')
+_EXCEPTION = re.compile(r"([A-Za-z_][\w.]*)(?::\s.*|:)?\s*")
+# A crontab entry: five time fields (minute and hour numeric or `*`, at least one `*` among
+# them, so that a row of five numbers is not one) or an `@daily`-style nickname, then the
+# command.
+_CRON_FIELD = r"(?:\*|\d+(?:-\d+)?)(?:/\d+)?(?:,(?:\d+(?:-\d+)?)(?:/\d+)?)*"
+_CRON_NAMED = r"(?:\*|[\w\-,/]+)"
+_CRON = re.compile(
+    rf"\s*((?:{_CRON_FIELD}\s+){{2}}(?:{_CRON_NAMED}\s+){{2}}{_CRON_NAMED}"
+    r"|@(?:reboot|yearly|annually|monthly|weekly|daily|midnight|hourly))\s+([/~$\w.].*?)\s*"
+)
 _HEADER_NAME = re.compile(r"[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+")
 
 
@@ -232,6 +250,7 @@ class _Reader:
         self.table: list[str] | None = None
         self.table_sep = ""
         self.after_blank = False
+        self.frame: str | None = None  # inside a traceback: its last frame so far ("" none)
 
     def add(self, key: str, value: str, line: int, form: str, scope: str = "") -> None:
         self.out.append(Value(key, value, line, form, scope))
@@ -247,6 +266,13 @@ class _Reader:
             self.after_blank = True
             return
         after_blank, self.after_blank = self.after_blank, False
+        if self.frame is not None and self._traceback(index, line, stripped):
+            return
+        if stripped[-1] == ":" and TRACEBACK_START.match(line):
+            self.frame = ""
+            return
+        if (stripped[0] == "@" or "*" in stripped) and self._cron(index, stripped):
+            return
         if after_blank and self.section and _CONSTANT.match(line):
             # INI and TOML keys are lower-case; a constant after a gap is code again.
             self.section = ""
@@ -306,6 +332,32 @@ class _Reader:
             cell = cell.strip("`*")
             if cell and header and len(cell) <= MAX_VALUE_CHARS:
                 self.add(f"{label}.{header}" if label else header, cell, index, "table")
+        return True
+
+    def _traceback(self, index: int, line: str, stripped: str) -> bool:
+        """A traceback's frame or source line (read here), or the line that ends it: its
+        exception, whose key is the last frame, where the error was raised."""
+        if line[:1].isspace():
+            frame = _FRAME.fullmatch(line)
+            if frame:
+                path, number, function = frame.groups()
+                self.frame = f"{path}, line {number}" + (f", in {function}" if function else "")
+            return True
+        last, self.frame = self.frame, None
+        if last:
+            exception = _EXCEPTION.fullmatch(stripped)
+            scope = exception.group(1) if exception else ""
+            self.add("traceback.last_frame.file", last, index, "traceback", scope)
+        return False  # the exception line is a line too (``KeyError: 'tenant-0417'``)
+
+    def _cron(self, index: int, stripped: str) -> bool:
+        entry = _CRON.fullmatch(stripped)
+        if not entry or (stripped[0] != "@" and "*" not in entry.group(1)):
+            return False
+        command = entry.group(2)
+        if len(command) > MAX_VALUE_CHARS:
+            command = command[:MAX_VALUE_CHARS].rsplit(" ", 1)[0]
+        self.add(f"cron {command}", " ".join(entry.group(1).split()), index, "cron")
         return True
 
     def start_csv(self, header: str) -> None:
@@ -427,6 +479,8 @@ def read_values(lines: Sequence[str]) -> list[Value]:
             reader.start_csv(line.strip())
             continue
         reader.read(index, line, following)
+    if reader.frame:  # a traceback the text ends in (output cut short)
+        reader.add("traceback.last_frame.file", reader.frame, count - 1, "traceback")
     return reader.out
 
 

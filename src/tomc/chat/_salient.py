@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from .._core.values import TRACEBACK_START
+
 __all__ = ["salient", "traceback_blocks"]
 
 # Lines that stand out in a tool's output: a level or an error, a traceback frame, a URL, a
@@ -51,9 +53,6 @@ def salient(lines: Sequence[str]) -> list[bool]:
     return out
 
 
-_TRACEBACK_START = re.compile(r"(?:.*\s)?Traceback \(most recent call last\):\s*$")
-
-
 def traceback_blocks(lines: Sequence[str]) -> list[int]:
     """For each line, the index of the traceback it belongs to (its first line), else -1.
 
@@ -64,7 +63,7 @@ def traceback_blocks(lines: Sequence[str]) -> list[int]:
     out = [-1] * len(lines)
     start = -1
     for index, line in enumerate(lines):
-        if _TRACEBACK_START.match(line):
+        if TRACEBACK_START.match(line):
             start = index
             out[index] = start
         elif start >= 0:

@@ -17,10 +17,11 @@ value reads as current. So the work memory reads every value the calls printed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from .._core.retrieval import clause_matches, task_clauses
+from .._core.retrieval import clause_matches, part_count, task_clauses
 from .._core.values import Value, ValueHistory, newest_values, read_values
 from ._work_lines import Output
 
@@ -101,6 +102,15 @@ def read_work_values(
     return ReadValues(newest_values(readings), by_line, earlier_by_line)
 
 
+# Ranks a key whose value the task states below every key whose value it does not.
+_QUOTED_RANK = 1_000_000
+
+
+def _quotes(task: str, value: str) -> bool:
+    """Whether ``task`` says ``value`` as a whole word (``12`` in "partition 12's")."""
+    return re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\w)", task) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class ValuesSection:
     """The section's text (``""`` when no value fits or none was read) and the keys it shows."""
@@ -143,7 +153,15 @@ def values_section(
         return ValuesSection("", frozenset())
     names = [h.current.name.replace(".", " ") for h, _ in rows]
     clauses = task_clauses(task)
-    matches = clause_matches(names, clauses)
+    # Of keys that match a request equally, the one whose value the task does not already say
+    # (in "partition 12's lease", 12 is the question's, node-d21c4 the answer), then the one
+    # with fewer words the request did not say ("the container image": ``image``, not
+    # ``imagePullPolicy``).
+    ranks = [
+        (_QUOTED_RANK if _quotes(task, h.current.value) else 0) + part_count(name)
+        for (h, _), name in zip(rows, names, strict=True)
+    ]
+    matches = clause_matches(names, clauses, ranks=ranks)
     scores = dict(matches.coverage)
     # Each request's best key counts as named even when it says little of the request
     # ("the node holding partition 12's lease" has only "lease" of lease_owner), and comes
