@@ -15,10 +15,12 @@ from tomc._core.retrieval import (
     BM25_K1,
     SPEAKER_WEIGHT,
     _split_humps,
+    adjacent_pairs,
     bm25_scores,
     clause_coverage,
     clause_leaders,
     clause_matches,
+    compound_parts,
     leading_speaker,
     part_count,
     spread_to_neighbours,
@@ -211,6 +213,15 @@ def test_task_words_meet_the_closed_compound_a_name_makes_of_them() -> None:
     # "shard" ends one request and "map" opens the next: together they name nothing.
     apart = clause_coverage(rows, task_clauses("1. the shard\n2. the map client"))
     assert apart[0] < 1.0 and 2 not in apart
+
+
+def test_a_very_long_word_is_no_compound_and_is_read_once() -> None:
+    """A word far longer than any two task words together is not tried at every cut (that was
+    quadratic: a pasted 200,000-letter word hung the compile)."""
+    word = "shard" + "m" * 200_000
+    assert compound_parts(word, adjacent_pairs(["shard", "map"])) is None
+    assert bm25_scores([word, "shard map"], [1, 2], query_terms("shard map")).keys() == {1}
+    assert compound_parts("shardmapping", adjacent_pairs(["shard", "map"])) == ("shard", "map")
 
 
 _COMPOUND_ROWS = st.sampled_from(

@@ -122,6 +122,10 @@ def compound_parts(surface: str, pairs: frozenset[tuple[str, str]]) -> tuple[str
     """The two terms ``surface`` (one part of a word, lower-case) is made of, in the order of one
     of ``pairs``, split at the first point that gives one (each side at least
     :data:`COMPOUND_PART` characters, each stemmed); ``None`` when it is no such compound."""
+    # A stem is its word less at most six characters ("-ingly" and an undoubled consonant), so
+    # no longer word is a compound of a pair: a 200,000-letter word is not tried at every cut.
+    if not pairs or len(surface) > max(len(a) + len(b) for a, b in pairs) + 12:
+        return None
     for cut in range(COMPOUND_PART, len(surface) - COMPOUND_PART + 1):
         parts = (stem(surface[:cut]), stem(surface[cut:]))
         if parts in pairs:

@@ -11,11 +11,8 @@ An agent reads values in many formats, and most of them are not ``name = value``
     | ingest | eu-west-1 |  (under a header row)                   markdown tables, CSV
     requests==2.31.4                                                version pins
     MAX_BATCH = 72613, MAX_BATCH: int = 72613                       constants with literal values
-                                                                    (form "constant" in code)
-    17 4 * * 2  /srv/bin/compact --older-than 9d                    crontab entries: the command's
-                                                                    schedule (``cron <command>``)
-    Traceback ... File "/srv/app/shards.py", line 241, in lookup    a traceback's last frame, by
-    KeyError: 'tenant-0417'                                         its exception
+    17 4 * * 2  /srv/bin/compact --older-than 9d                    crontab: ``cron <command>``
+    Traceback ... File "/srv/app/shards.py", line 241 ... KeyError  a traceback's last frame
 
 :func:`read_values` reads one text (one tool output, one file) line by line, with the little
 state those formats need (the YAML parents, the current section, a table's header), and returns
@@ -126,9 +123,8 @@ _CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*\s*(?::[^=]*)?=")
 TRACEBACK_START = re.compile(r"(?:.*\s)?Traceback \(most recent call last\):\s*$")
 _FRAME = re.compile(r'\s+File "([^"]+)", line (\d+)(?:, in (\S+))?\s*')
 _EXCEPTION = re.compile(r"([A-Za-z_][\w.]*)(?::\s.*|:)?\s*")
-# A crontab entry: five time fields (minute and hour numeric or `*`, at least one `*` among
-# them, so that a row of five numbers is not one) or an `@daily`-style nickname, then the
-# command.
+# A crontab entry: five time fields (minute and hour numeric or `*`, a `*` among them: a row of
+# five numbers is not one) or an `@daily`-style nickname, then the command.
 _CRON_FIELD = r"(?:\*|\d+(?:-\d+)?)(?:/\d+)?(?:,(?:\d+(?:-\d+)?)(?:/\d+)?)*"
 _CRON_NAMED = r"(?:\*|[\w\-,/]+)"
 _CRON = re.compile(
