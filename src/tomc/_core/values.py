@@ -119,6 +119,7 @@ _LOG_LINE = re.compile(
     r"|(?:level|lvl|ts|time|t)="
 )
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*\s*(?::[^=]*)?=")
+_TRACEBACK_KEY = "traceback.last_frame.file"  # scoped by the exception
 #: The title of a Python traceback (after a log prefix or alone).
 TRACEBACK_START = re.compile(r"(?:.*\s)?Traceback \(most recent call last\):\s*$")
 _FRAME = re.compile(r'\s+File "([^"]+)", line (\d+)(?:, in (\S+))?\s*')
@@ -341,9 +342,8 @@ class _Reader:
             return True
         last, self.frame = self.frame, None
         if last:
-            exception = _EXCEPTION.fullmatch(stripped)
-            scope = exception.group(1) if exception else ""
-            self.add("traceback.last_frame.file", last, index, "traceback", scope)
+            scope = exception.group(1) if (exception := _EXCEPTION.fullmatch(stripped)) else ""
+            self.add(_TRACEBACK_KEY, last, index, "traceback", scope)
         return False  # the exception line is a line too (``KeyError: 'tenant-0417'``)
 
     def _cron(self, index: int, stripped: str) -> bool:
@@ -476,7 +476,7 @@ def read_values(lines: Sequence[str]) -> list[Value]:
             continue
         reader.read(index, line, following)
     if reader.frame:  # a traceback the text ends in (output cut short)
-        reader.add("traceback.last_frame.file", reader.frame, count - 1, "traceback")
+        reader.add(_TRACEBACK_KEY, reader.frame, count - 1, "traceback")
     return reader.out
 
 

@@ -108,6 +108,10 @@ _QUOTED_RANK = 1_000_000
 
 def _quotes(task: str, value: str) -> bool:
     """Whether ``task`` says ``value`` as a whole word (``12`` in "partition 12's")."""
+    # Most values are nowhere in the task: no pattern is built for them (a section reads
+    # hundreds of keys, more than the regex module's cache holds).
+    if value not in task:
+        return False
     return re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\w)", task) is not None
 
 
