@@ -13,8 +13,10 @@ from tomc._core.lexicon import query_terms, stem
 from tomc._core.retrieval import (
     BM25_B,
     BM25_K1,
+    PART_CHAR,
     SPEAKER_WEIGHT,
     _split_humps,
+    _surface_pattern,
     adjacent_pairs,
     bm25_scores,
     clause_coverage,
@@ -167,6 +169,29 @@ def test_bm25_matches_reference(line_alphabet: str, query_alphabet: str, data) -
     assert fast.keys() == slow.keys()
     for index, score in fast.items():
         assert score == pytest.approx(slow[index])
+
+
+@given(
+    st.text(alphabet="ab_1 .\nİıRUN running", max_size=40),
+    st.lists(st.sampled_from(["a", "ab", "b1", "run", "ru", "i̇", "ab_1", "1"]), max_size=6),
+)
+def test_both_surface_patterns_find_the_same_words_in_text_without_cjk(
+    text: str, terms: list[str]
+) -> None:
+    """The pattern for text without CJK (a cheap part class) agrees with the full one there."""
+    lowered = text.lower()
+    plain = _surface_pattern(terms, cjk_text=False).findall(lowered)
+    assert plain == _surface_pattern(terms, cjk_text=True).findall(lowered)
+
+
+def test_a_long_task_compiles_the_cjk_class_at_most_twice() -> None:
+    """The class walks every CJK code point when compiled (3 ms a copy): one copy per task word
+    made a rebuild's pattern of 400 words take over a second."""
+    terms = [f"w{n}x" for n in range(400)] + ["苹"]
+    assert _surface_pattern(terms, cjk_text=True).pattern.count(PART_CHAR) == 2
+    assert PART_CHAR not in _surface_pattern(terms, cjk_text=False).pattern
+    found = _surface_pattern(terms, cjk_text=True).findall("苹w7x w12xs aw3x\nw399x_b")
+    assert found == ["苹", "w7x", "w12xs", "\n", "w399x"]
 
 
 def test_task_words_meet_identifiers() -> None:

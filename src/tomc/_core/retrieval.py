@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .lexicon import CJK_RANGES, WORD_PATTERN, query_terms, stem
+from .lexicon import CJK_CHAR, CJK_RANGES, WORD_PATTERN, query_terms, stem
 
 __all__ = [
     "BM25_B",
@@ -39,6 +39,7 @@ __all__ = [
     "clause_matches",
     "compound_parts",
     "leading_speaker",
+    "longest_compound",
     "part_count",
     "spread_to_neighbours",
     "task_clauses",
@@ -85,32 +86,61 @@ def _split_humps(text: str) -> str:
     return _CAMEL_HUMP.sub(r"_\g<0>", text)
 
 
-def _surface_pattern(terms: Sequence[str]) -> re.Pattern[str]:
-    """A line break, or any surface form of the terms: a word starting with a stem (not inside
+def _surface_pattern(terms: Sequence[str], cjk_text: bool = True) -> re.Pattern[str]:
+    r"""A line break, or any surface form of the terms: a word starting with a stem (not inside
     a longer word), or a CJK character.
 
-    Every alternative opens with a literal character, so the regex engine compiles their first
-    characters into a set and its search skips every position that holds none of them in a
-    tight loop, trying the pattern only where one does (about half the time of an opening
-    lookahead on those characters, 28 ms against 52 ms on a 1M-token log, and that was 2-3x
-    faster than the alternation alone). A word's check that no part character precedes it
-    therefore comes after its first character, as a lookbehind over both.
+    ``cjk_text`` says whether the text to search holds a CJK character. The part class
+    (:data:`PART_CHAR`) holds the CJK ranges, and the regex compiler walks every code point
+    of a range: 3 ms per copy, 1.1 s for a pattern of 400 task words with a copy per word, more
+    than the rest of a chat rebuild. Text without CJK never meets the ranges, so there the
+    class is ``[^\W_]``, the same on every character of that text.
     """
     cjk = sorted(t for t in terms if len(t) == 1 and re.fullmatch(f"[{CJK_RANGES}]", t))
     words = sorted((t for t in terms if t not in cjk), key=lambda t: (-len(t), t))
-    parts = ["\n"]
     # Query terms start with a word character (lexicon.query_terms): after a letter or digit a
     # match would sit inside a longer word; after `_` it starts a part. Longest first, so a
     # term that holds a non-part character (``hotel_3``) is tried before its prefix (``hotel``).
+    if not cjk_text:
+        # Every alternative opens with a literal character, so the regex engine compiles their
+        # first characters into a set and its search skips every position that holds none of
+        # them in a tight loop (about half the time of an opening lookahead on those
+        # characters, 28 ms against 52 ms on a 1M-token log, and that was 2-3x faster than the
+        # alternation alone). The check that no part character precedes a word therefore
+        # comes after its first character, as a lookbehind over both.
+        parts = ["\n"]
+        for word in words:
+            first, rest = re.escape(word[0]), re.escape(word[1:])
+            parts.append(rf"{first}(?<![^\W_]{first}){rest}[^\W_]*")
+        return re.compile("|".join(parts))
+    # Two copies of the class in all: the set of first characters opens the pattern (the
+    # search skips by it as above, a quarter slower than by literals), the check follows it
+    # once, and the words that start with the character seen are picked by a literal
+    # lookbehind on it.
+    rests: dict[str, list[str]] = {}
     for word in words:
-        first, rest = re.escape(word[0]), re.escape(word[1:])
-        parts.append(rf"{first}(?<!{PART_CHAR}{first}){rest}{PART_CHAR}*")
-    parts.extend(map(re.escape, cjk))
-    return re.compile("|".join(parts))
+        rests.setdefault(word[0], []).append(re.escape(word[1:]))
+    kinds = [r"(?<=\n)"]
+    if rests:
+        groups = "|".join(
+            rf"(?<={re.escape(c)})(?:{'|'.join(tails)})" for c, tails in rests.items()
+        )
+        kinds.append(rf"(?<!{PART_CHAR}.)(?:{groups}){PART_CHAR}*")
+    if cjk:
+        kinds.append(f"(?<=[{''.join(cjk)}])")
+    firsts = "".join(map(re.escape, ["\n", *rests, *cjk]))
+    return re.compile(f"[{firsts}](?:{'|'.join(kinds)})")
 
 
 #: The shortest part of a closed compound: "shardmap" is shard + map, "rerun" is not re + run.
 COMPOUND_PART = 3
+
+
+def longest_compound(pairs: frozenset[tuple[str, str]]) -> int:
+    """The longest word that can be a closed compound of one of ``pairs``."""
+    # A stem is its word less at most six characters ("-ingly" and an undoubled consonant), so
+    # no longer word is a compound of a pair: a 200,000-letter word is not tried at every cut.
+    return max((len(a) + len(b) + 12 for a, b in pairs), default=0)
 
 
 def adjacent_pairs(terms: Sequence[str]) -> frozenset[tuple[str, str]]:
@@ -118,13 +148,20 @@ def adjacent_pairs(terms: Sequence[str]) -> frozenset[tuple[str, str]]:
     return frozenset(itertools.pairwise(terms))
 
 
-def compound_parts(surface: str, pairs: frozenset[tuple[str, str]]) -> tuple[str, str] | None:
+def compound_parts(
+    surface: str, pairs: frozenset[tuple[str, str]], longest: int | None = None
+) -> tuple[str, str] | None:
     """The two terms ``surface`` (one part of a word, lower-case) is made of, in the order of one
     of ``pairs``, split at the first point that gives one (each side at least
-    :data:`COMPOUND_PART` characters, each stemmed); ``None`` when it is no such compound."""
-    # A stem is its word less at most six characters ("-ingly" and an undoubled consonant), so
-    # no longer word is a compound of a pair: a 200,000-letter word is not tried at every cut.
-    if not pairs or len(surface) > max(len(a) + len(b) for a, b in pairs) + 12:
+    :data:`COMPOUND_PART` characters, each stemmed); ``None`` when it is no such compound.
+
+    ``longest`` is :func:`longest_compound` of ``pairs``, for a caller that asks of many words.
+    """
+    if not pairs:
+        return None
+    if longest is None:
+        longest = longest_compound(pairs)
+    if len(surface) > longest:
         return None
     for cut in range(COMPOUND_PART, len(surface) - COMPOUND_PART + 1):
         parts = (stem(surface[:cut]), stem(surface[cut:]))
@@ -151,6 +188,7 @@ def term_frequencies(
         return []
     wanted = frozenset(terms)
     pairs = adjacent_pairs(terms) if compounds is None else compounds
+    longest = longest_compound(pairs)
     joined = "\n".join(texts)
     if joined.count("\n") != len(texts) - 1:
         # A break inside a line would shift the count; to the pattern it is white space anyway.
@@ -163,7 +201,8 @@ def term_frequencies(
     by_line: dict[int, dict[str, int]] = {}
     line = 0
     tf: dict[str, int] | None = None
-    for surface in _surface_pattern(terms).findall(joined.lower()):
+    cjk_text = not joined.isascii() and CJK_CHAR.search(joined) is not None
+    for surface in _surface_pattern(terms, cjk_text).findall(joined.lower()):
         if surface == "\n":
             line += 1
             tf = None
@@ -171,7 +210,7 @@ def term_frequencies(
         counted = found.get(surface)
         if counted is None:
             term = stem(surface)
-            counted = (term,) if term in wanted else (compound_parts(surface, pairs) or ())
+            counted = (term,) if term in wanted else (compound_parts(surface, pairs, longest) or ())
             found[surface] = counted
         for term in counted:
             if tf is None:
