@@ -10,6 +10,7 @@ CLIs are priced as each provider bills in ``tests/gateway/test_real_agents.py``.
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,7 +18,8 @@ from dialect_fixtures import codex_request
 from tomc import InvalidOptionError
 from tomc._simulation.simulate import _Pricer, _Tokens, memory_marks
 from tomc._simulation.workloads import agent_workload
-from tomc.chat import AutomaticChatSession
+from tomc.chat import AutomaticChatSession, SessionOptions
+from tomc.chat._account import CostAccount, assess
 from tomc.chat._state import ConversationState
 from tomc.chat.dialects import DIALECTS, CachePricing, CacheTerms
 
@@ -99,6 +101,7 @@ def test_a_session_prices_requests_at_the_models_own_terms():
         {"cache_ttl_s": True},
         {"cache_ttl_s": float("inf")},
         {"compile_floor": 0},
+        {"memory_floor": -1},
     ],
 )
 def test_bad_cost_options_are_refused_by_name(options):
@@ -317,3 +320,69 @@ def test_instructions_sent_as_leading_items_are_priced_as_cached_through_a_rewri
         cached.append(session.state.account.expected_cached)
     assert cached[0] > 1_000
     assert cached[1] == pytest.approx(cached[0], rel=0.1)
+
+
+ANTHROPIC = CachePricing(write=1.25, read=0.1, ttl_s=300.0)
+PAYBACK = 0.1 * (1 + 4) / (1.25 + 4 * 0.1)  # r (1 + k) / (w + k r), k = 4
+
+
+def rewritten_account(sent_prompt: int) -> CostAccount:
+    """An account warm at START whose latest request went out at ``sent_prompt`` of the
+    client's 200,000 tokens, with so much banked that the allowance never binds."""
+    return CostAccount(
+        direct=10_000_000.0,
+        sent=1_000_000.0,
+        direct_prompt=200_000,
+        sent_prompt=sent_prompt,
+        seen_at=START,
+        growth=5_000.0,
+    )
+
+
+def verdict_for(account: CostAccount, prompt: int, now: float = START + 10):
+    plan = SimpleNamespace(tokens_before=prompt, stable_tokens=2_000)
+    return assess(SessionOptions(), account, ANTHROPIC, plan, now)
+
+
+def test_after_a_rewrite_a_rebuild_is_priced_against_the_view_otherwise_sent():
+    """The alternative to a second rebuild is not going direct but sending the frozen view
+    again, grown by what the client added: pricing it against the client's whole history let
+    the memory grow with the session (goals 24K -> 126K on a 93-step Claude Code session)."""
+    grown = verdict_for(rewritten_account(sent_prompt=40_000), prompt=205_000)
+    assert grown.goal == int((40_000 + 5_000) * PAYBACK)
+    # Sent unchanged so far: the alternative is the client's own prompt.
+    unchanged = verdict_for(rewritten_account(sent_prompt=200_000), prompt=205_000)
+    assert unchanged.goal == int(205_000 * PAYBACK)
+    assert grown.goal < unchanged.goal / 4
+
+
+def test_the_verdict_says_what_the_rebuild_requests_allowance_pays_for():
+    account = rewritten_account(sent_prompt=40_000)
+    account.direct, account.sent = 100_000.0, 100_000.0  # nothing banked: 1% of direct
+    warm = verdict_for(account, prompt=205_000)
+    direct_cost = 0.1 * 200_000 + 1.25 * 5_000
+    afford = 2_000 + (direct_cost + 0.01 * 100_000 - 0.1 * 2_000) / 1.25
+    assert warm.ceiling == int(afford)
+    assert warm.goal <= warm.ceiling
+    # After a pause direct writes the whole prompt too: no allowance to stay under.
+    assert verdict_for(account, prompt=205_000, now=START + 301).ceiling is None
+
+
+def priced_rebuilds(memory_floor: int):
+    session = AutomaticChatSession(
+        deployment_context_limit=1_000_000, compile_floor=8_000, memory_floor=memory_floor
+    )
+    decisions, direct, sent = replay(session)
+    rebuilds = [d for d in decisions if d.action == "compiled"]
+    assert rebuilds and all("priced" in d.reason for d in rebuilds)
+    return rebuilds, max(s / d for s, d in zip(sent, direct, strict=True))
+
+
+def test_a_deep_priced_rebuild_keeps_the_memory_floor_within_its_allowance():
+    kept, worst = priced_rebuilds(memory_floor=8_192)
+    deep, _ = priced_rebuilds(memory_floor=1_024)
+    # The first rebuild, with nothing banked, cannot pay for the floor; later ones can.
+    assert kept[0].tokens_after == deep[0].tokens_after
+    assert kept[1].tokens_after > deep[1].tokens_after + 2_000
+    # The floor is paid from the same allowance as the goal: never far above direct.
+    assert worst <= 1.02, f"billed {worst:.3f}x direct at some request"

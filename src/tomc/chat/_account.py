@@ -89,6 +89,9 @@ class Verdict:
     #: The prompt size from which a rebuild pays before the target demands one (``None``:
     #: only the target may demand one).
     trigger: int | None
+    #: The largest prompt the rebuild request's allowance pays for (``None``: a cold cache,
+    #: where direct writes the whole prompt too).
+    ceiling: int | None = None
 
     def describe(self) -> str:
         state = "cold cache" if self.cold else "warm cache"
@@ -123,7 +126,14 @@ def assess(
     direct_cost = _direct_cost(account, pricing, prompt, cold)
     # A rebuild that pays back within k requests leaves at most this share of the prompt.
     k = options.payback_requests
-    goal = prompt * read * (1 + k) / (write + k * read)
+    otherwise = prompt
+    if account.seen_at is not None and account.sent_prompt < account.direct_prompt:
+        # After a rewrite the alternative to a rebuild is not going direct but sending the
+        # view that is frozen now, grown by what the client added since.
+        grown = max(0, prompt - account.direct_prompt)
+        otherwise = min(prompt, account.sent_prompt + grown)
+    goal = otherwise * read * (1 + k) / (write + k * read)
+    ceiling: int | None = None
     if not cold:
         # What the rebuild request may cost above direct's price of the same request: the
         # savings banked so far, plus a sliver of what direct has billed so far.
@@ -131,6 +141,7 @@ def assess(
         kept = plan.stable_tokens  # the instructions and tools stay cached through a rebuild
         afford = kept + (direct_cost + allowance - read * kept) / write
         goal = min(goal, afford)
+        ceiling = max(0, int(afford))
     goal = max(0, int(goal))
     low = account.floor or goal
     growth = max(account.growth, 1.0)
@@ -142,7 +153,7 @@ def assess(
         # The first request seen: whether the provider still has it cached is not known (a
         # gateway restarted mid-conversation), so only the target may have it rewritten.
         trigger = None
-    return Verdict(pricing, cold, direct_cost, goal, trigger)
+    return Verdict(pricing, cold, direct_cost, goal, trigger, ceiling)
 
 
 def charge(

@@ -103,6 +103,7 @@ class SessionOptions:
     max_overshoot: float = 0.01
     payback_requests: int = 4
     compile_floor: int = 32_000
+    memory_floor: int = 8192
 
     def __post_init__(self) -> None:
         check_choice("refresh_policy", self.refresh_policy, POLICIES)
@@ -135,6 +136,7 @@ class SessionOptions:
             "context_target",
             "budget_tokens",
             "compile_floor",
+            "memory_floor",
         ):
             value = getattr(self, name)
             if value is not None:

@@ -172,6 +172,9 @@ class RequestPlan:
     #: now (an early, priced one), rather than one the target demands.
     goal: int | None = None
     strict: bool = False
+    #: The largest prompt the rebuild request may leave within its allowance (the cost
+    #: account's ``ceiling``): a memory floor deeper goals leave in place stays below it.
+    ceiling: int | None = None
 
     @property
     def model(self) -> Any:

@@ -208,7 +208,13 @@ def decide(
     if priced and plan.explicit_budget is None:
         assert verdict is not None
         if verdict.trigger is not None and verdict.trigger < plan.fit_limit:
-            early = replace(plan, fit_limit=verdict.trigger, goal=verdict.goal, strict=True)
+            early = replace(
+                plan,
+                fit_limit=verdict.trigger,
+                goal=verdict.goal,
+                strict=True,
+                ceiling=verdict.ceiling,
+            )
             try:
                 outcome = _decide(options, state, early)
             except PassThrough as passed:

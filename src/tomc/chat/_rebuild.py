@@ -298,7 +298,13 @@ def _budgets(
         # The cost account's goal for an early or cold-cache rebuild: as deep as it says, and
         # never shallower than the window's rule.
         priced = available - max(0, plan.fit_limit - plan.goal)
-        room = min(room, max(MIN_BUDGET, priced))
+        # A goal deep enough to pay back fast may leave a memory too small to say what the
+        # work did (each call's header, the values the task names): it keeps memory_floor
+        # where the rebuild request's allowance pays for it.
+        floor = options.memory_floor
+        if plan.ceiling is not None:
+            floor = min(floor, available - max(0, plan.fit_limit - plan.ceiling))
+        room = min(room, max(MIN_BUDGET, priced, floor))
     if sum(wanted) <= (available if explicit else room):
         return wanted, reusable
     kept = sum(segment.tokens for segment in reusable.values())

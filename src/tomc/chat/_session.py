@@ -98,6 +98,7 @@ class AutomaticChatSession:
         max_overshoot: float = 0.01,
         payback_requests: int = 4,
         compile_floor: int = 32_000,
+        memory_floor: int = 8192,
         options: SessionOptions | None = None,
     ) -> None:
         keywords = {
@@ -126,6 +127,7 @@ class AutomaticChatSession:
             "max_overshoot": max_overshoot,
             "payback_requests": payback_requests,
             "compile_floor": compile_floor,
+            "memory_floor": memory_floor,
         }
         if options is None:
             options = SessionOptions(**keywords)
