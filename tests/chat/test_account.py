@@ -354,6 +354,11 @@ def test_after_a_rewrite_a_rebuild_is_priced_against_the_view_otherwise_sent():
     unchanged = verdict_for(rewritten_account(sent_prompt=200_000), prompt=205_000)
     assert unchanged.goal == int(205_000 * PAYBACK)
     assert grown.goal < unchanged.goal / 4
+    # After a pause the frozen view is written whole again, like direct's prompt: any smaller
+    # prompt pays at once, and the depth stays the payback share of the client's prompt (a
+    # goal priced on the view fell below the raw tail and left the view to be written whole).
+    cold = verdict_for(rewritten_account(sent_prompt=40_000), prompt=205_000, now=START + 301)
+    assert cold.cold and cold.goal == int(205_000 * PAYBACK)
 
 
 def test_the_verdict_says_what_the_rebuild_requests_allowance_pays_for():

@@ -127,9 +127,12 @@ def assess(
     # A rebuild that pays back within k requests leaves at most this share of the prompt.
     k = options.payback_requests
     otherwise = prompt
-    if account.seen_at is not None and account.sent_prompt < account.direct_prompt:
+    if not cold and account.seen_at is not None and account.sent_prompt < account.direct_prompt:
         # After a rewrite the alternative to a rebuild is not going direct but sending the
-        # view that is frozen now, grown by what the client added since.
+        # view that is frozen now, grown by what the client added since. (After a pause that
+        # view is written whole again, so any smaller prompt pays at once: the depth stays
+        # the payback share of the client's prompt, which a raw tail of big outputs still
+        # fits under.)
         grown = max(0, prompt - account.direct_prompt)
         otherwise = min(prompt, account.sent_prompt + grown)
     goal = otherwise * read * (1 + k) / (write + k * read)
