@@ -315,26 +315,35 @@ def reference_clause_leaders(
     clauses: Sequence[Sequence[str]],
     segments: Sequence[int] | None = None,
     ranks: Sequence[int] | None = None,
+    parts: Sequence[int] | None = None,
 ) -> list[tuple[int, float] | None]:
     """For each clause: the last line whose (segment's) idf-weighted share of the clause's words
     is the largest, with that share; ``None`` when no line holds a word of it. Shares as in
     :func:`reference_clause_coverage`, per clause. With ``ranks``, of the lines with the
-    largest share, the last of those with the lowest rank."""
+    largest share, the last of those with the lowest rank. With ``parts`` (each line's number
+    of parts), lines are compared by share x sqrt(min(1, the clause's term occurrences in the
+    line / its parts)), the leader keeping its plain share."""
     stemmed, terms, idf, segment_words, key = _clause_words(texts, clauses, segments)
+    pairs = {pair for clause in clauses for pair in itertools.pairwise(clause)}
+    counted = [_line_terms(text, terms, pairs) for text in texts]
     leaders: list[tuple[int, float] | None] = []
     for clause in clauses:
-        best, best_size = None, 0
+        best, best_score, best_size = None, 0.0, 0
         total = sum(idf[t] for t in set(clause))
         for index, words in enumerate(stemmed):
             held = segment_words[key[index]]
             if not words & terms or not held & set(clause) or total <= 0:
                 continue
             share = sum(idf[t] for t in set(clause) if t in held) / total
+            score = share
+            if parts is not None:
+                occurrences = sum(1 for t in counted[index] if t in set(clause))
+                score = share * math.sqrt(min(1.0, occurrences / max(1, parts[index])))
             size = ranks[index] if ranks is not None else 0
-            # Float sums: shares within 1e-9 are a tie.
-            larger = best is None or share > best[1] + 1e-9
-            if larger or (best is not None and share >= best[1] - 1e-9 and size <= best_size):
-                best, best_size = (index, share), size
+            # Float sums: scores within 1e-9 are a tie.
+            larger = best is None or score > best_score + 1e-9
+            if larger or (best is not None and score >= best_score - 1e-9 and size <= best_size):
+                best, best_score, best_size = (index, share), score, size
         leaders.append(best)
     return leaders
 

@@ -379,6 +379,27 @@ def test_clause_coverage_and_leaders_match_the_reference(
                 else:
                     assert got is not None and got[0] == want[0]
                     assert got[1] == pytest.approx(want[1])
+    parts = [part_count(row) for row in rows]
+    for ranks in (None, [len(row) % 3 for row in rows]):
+        leaders = clause_matches(rows, clauses, ranks=ranks, parts=parts).leaders
+        wanted = reference_clause_leaders(rows, clauses, None, ranks, parts)
+        assert [g and (g[0], pytest.approx(g[1])) for g in leaders] == wanted
+
+
+def test_of_two_keys_with_the_same_words_of_a_request_the_one_made_of_them_leads() -> None:
+    """"the prefix the worker's metrics are sent under": ``STATSD_PREFIX`` holds one of its
+    words in two parts, ``ingest-worker queue depth`` a rarer one in four and a stdlib flag in
+    seven; weighed by their parts, their larger shares no longer win."""
+    names = ["LOG_PREFIX", "MULTIPROCESSING_POOL_POOL__JOIN_EXITED_WORKERS_CLEANED"]
+    names += ["TRACE_PREFIX", "STATSD_PREFIX", "ingest-worker queue depth", "queue", "port", "host"]
+    clauses = task_clauses("the prefix the worker's metrics are sent under")
+    plain = clause_matches(names, clauses).leaders[0]
+    assert plain is not None and "worker" in names[plain[0]].lower()  # the rarer word here
+    weighed = clause_matches(names, clauses, parts=[part_count(n) for n in names]).leaders[0]
+    assert weighed is not None and names[weighed[0]] == "STATSD_PREFIX"
+    assert weighed[1] < plain[1]  # the plain share, not the weighed score
+    with pytest.raises(ValueError, match="segments"):
+        clause_matches(names, clauses, segments=[0] * len(names), parts=[1] * len(names))
 
 
 def test_of_lines_that_tie_the_lowest_rank_leads_then_the_newest() -> None:

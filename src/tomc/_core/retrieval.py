@@ -419,25 +419,41 @@ def clause_matches(
     *,
     segments: Sequence[int] | None = None,
     ranks: Sequence[int] | None = None,
+    parts: Sequence[int] | None = None,
 ) -> ClauseMatches:
     """Each line's best share of one clause, and each clause's best line (see above).
 
     With ``ranks`` (one per line), of lines that tie the one with the lowest rank leads, then
     the newest: the caller's own order of preference among equal matches.
+
+    With ``parts`` (one per line: its :func:`part_count`, for lines that are names, not with
+    ``segments``), a clause's best line is the one whose share times the square root of its
+    precision (the clause's words among the line's parts, at most 1) is the largest: of two
+    keys that hold about the same of a request, the one made of it leads
+    (``STATSD_PREFIX``, not ``..._JOIN_EXITED_WORKERS_CLEANED``, for "the prefix the worker's
+    metrics are sent under"). The leader's share stays the plain share.
     """
-    shares, keys = _clause_shares(texts, clauses, segments)
-    by_key = {key: max(found.values(), default=0.0) for key, found in shares.items()}
+    if parts is not None and segments is not None:
+        raise ValueError("parts weigh lines that are names; segments join lines")
+    shares, keys, found = _clause_shares(texts, clauses, segments)
+    by_key = {key: max(held.values(), default=0.0) for key, held in shares.items()}
+    clause_sets = [set(clause) for clause in clauses]
     leaders: list[tuple[int, float] | None] = [None] * len(clauses)
+    best_score = [0.0] * len(clauses)
     for index in sorted(keys):
         for number, share in shares[keys[index]].items():
+            score = share
+            if parts is not None:
+                held = sum(tf for term, tf in found[index].items() if term in clause_sets[number])
+                score = share * math.sqrt(min(1.0, held / max(1, parts[index])))
             best = leaders[number]
             # Shares are sums of floats in no fixed order: equal ones may differ in the last bit.
-            if best is None or share > best[1] + SHARE_TIE:
-                leaders[number] = (index, share)
+            if best is None or score > best_score[number] + SHARE_TIE:
+                leaders[number], best_score[number] = (index, share), score
                 continue
-            tie = share >= best[1] - SHARE_TIE
+            tie = score >= best_score[number] - SHARE_TIE
             if tie and (ranks is None or ranks[index] <= ranks[best[0]]):
-                leaders[number] = (index, share)
+                leaders[number], best_score[number] = (index, share), score
     return ClauseMatches({index: by_key[key] for index, key in keys.items()}, leaders)
 
 
@@ -445,16 +461,16 @@ def _clause_shares(
     texts: Sequence[str],
     clauses: Sequence[Sequence[str]],
     segments: Sequence[int] | None,
-) -> tuple[dict[int, dict[int, float]], dict[int, int]]:
-    """Each segment's share of each clause it has words of (segment -> clause -> share), and
-    the segment of each line that has a term of some clause."""
+) -> tuple[dict[int, dict[int, float]], dict[int, int], dict[int, dict[str, int]]]:
+    """Each segment's share of each clause it has words of (segment -> clause -> share), the
+    segment of each line that has a term of some clause, and that line's term counts."""
     terms = list(dict.fromkeys(term for clause in clauses for term in clause))
     # Compounds of one request's words only: the last word of one and the first of the next
     # are not a name.
     compounds = frozenset(pair for clause in clauses for pair in adjacent_pairs(clause))
     hits = term_frequencies(texts, terms, compounds)
     if not hits:
-        return {}, {}
+        return {}, {}, {}
     count = len(texts)
     df: dict[str, int] = {}
     for _, tf in hits:
@@ -483,4 +499,4 @@ def _clause_shares(
             for number in clauses_of.get(term, ()):
                 sums[number] = sums.get(number, 0.0) + weight
         shares[key] = {n: total / totals[n] for n, total in sums.items()}
-    return shares, keys
+    return shares, keys, dict(hits)

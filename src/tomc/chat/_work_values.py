@@ -161,11 +161,16 @@ def values_section(
     # (in "partition 12's lease", 12 is the question's, node-d21c4 the answer), then the one
     # with fewer words the request did not say ("the container image": ``image``, not
     # ``imagePullPolicy``).
-    ranks = [
-        (_QUOTED_RANK if _quotes(task, h.current.value) else 0) + part_count(name)
-        for (h, _), name in zip(rows, names, strict=True)
+    quoted = [_quotes(task, h.current.value) for h, _ in rows]
+    parts = [part_count(name) for name in names]
+    ranks = [(_QUOTED_RANK if says else 0) + size for says, size in zip(quoted, parts, strict=True)]
+    # A request's best key is the one made of its words, not a long one that shares a rare
+    # word of it. A key whose value the task states is the question's: weighed as if made of
+    # a million other words, it leads a request only where no other key holds a word of it.
+    weights = [
+        size * (_QUOTED_RANK if says else 1) for says, size in zip(quoted, parts, strict=True)
     ]
-    matches = clause_matches(names, clauses, ranks=ranks)
+    matches = clause_matches(names, clauses, ranks=ranks, parts=weights)
     scores = dict(matches.coverage)
     # Each request's best key counts as named even when it says little of the request
     # ("the node holding partition 12's lease" has only "lease" of lease_owner), and comes
