@@ -90,12 +90,9 @@ def _surface_pattern(terms: Sequence[str], cjk_text: bool = True) -> re.Pattern[
     r"""A line break, or any surface form of the terms: a word starting with a stem (not inside
     a longer word), or a CJK character.
 
-    ``cjk_text`` says whether the text to search holds a CJK character. The part class
-    (:data:`PART_CHAR`) holds the CJK ranges, and the regex compiler walks every code point
-    of a range: 3 ms per copy, 1.1 s for a pattern of 400 task words with a copy per word, more
-    than the rest of a chat rebuild. Text without CJK never meets the ranges, so there the
-    class is ``[^\W_]``, the same on every character of that text.
-    """
+    ``cjk_text``: whether the text holds CJK. The compiler walks every code point of the part
+    class's CJK ranges (3 ms a copy; 1.1 s for 400 task words, a copy each); text without CJK
+    never meets them, so there the class is ``[^\W_]``, the same on all of that text."""
     cjk = sorted(t for t in terms if len(t) == 1 and re.fullmatch(f"[{CJK_RANGES}]", t))
     words = sorted((t for t in terms if t not in cjk), key=lambda t: (-len(t), t))
     # Query terms start with a word character (lexicon.query_terms): after a letter or digit a
