@@ -387,7 +387,7 @@ def test_clause_coverage_and_leaders_match_the_reference(
 
 
 def test_of_two_keys_with_the_same_words_of_a_request_the_one_made_of_them_leads() -> None:
-    """"the prefix the worker's metrics are sent under": ``STATSD_PREFIX`` holds one of its
+    """ "the prefix the worker's metrics are sent under": ``STATSD_PREFIX`` holds one of its
     words in two parts, ``ingest-worker queue depth`` a rarer one in four and a stdlib flag in
     seven; weighed by their parts, their larger shares no longer win."""
     names = ["LOG_PREFIX", "MULTIPROCESSING_POOL_POOL__JOIN_EXITED_WORKERS_CLEANED"]
