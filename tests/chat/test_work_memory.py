@@ -11,7 +11,8 @@ from chat_fixtures import entries_of
 from chat_strategies import agent_loops
 from tomc.chat._conversation import ASSISTANT, TOOL, Entry, ToolCall, ToolOutput
 from tomc.chat._meter import meter_for
-from tomc.chat._work_memory import MAX_HEADER_ARGS, build_work_memory, call_header
+from tomc.chat._work_lines import MAX_HEADER_ARGS
+from tomc.chat._work_memory import build_work_memory, call_header
 
 METER = meter_for("o200k_base")
 HEADER = "[work memory]"
@@ -474,7 +475,8 @@ def test_a_small_memory_names_a_call_without_its_tools_shared_wrapper():
         entries += wrapped(number, f"cat src/module_{number:02d}.py", _code(number, 40))
     small = build(entries, budget=1_200).text
     large = build(entries, budget=20_000).text
-    assert "const r = await tools.exec_command" in large
+    # A header shows at most HEADER_ARGS characters: past them, the file the call touched.
+    assert all(f"src/module_{n:02d}.py" in large for n in range(12))
     kept = [line for line in small.splitlines() if CALL.match(line)]
     assert kept and not any("const r = await" in line for line in kept)
     assert any("src/module_11.py" in line for line in kept)

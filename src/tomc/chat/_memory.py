@@ -46,11 +46,12 @@ WORK_HEADER = (
     "missing here was left out, not absent.]"
 )
 CONTINUED_PREFIX = "[TOMC memory, continued"
+#: An appended block's header: the first block says how to read a block, and a long session
+#: appends many (at 16K each in a few hundred tokens of room: the longer wording cost 0.9 points
+#: of the replay's patch evidence there).
 CONTINUED_HEADER = (
-    CONTINUED_PREFIX + ": {calls} more tool calls on the current task and the agent's notes, "
-    "compiled on the CPU; the newest steps follow unchanged after it. Kept output lines appear "
-    "under the call that produced them, in their original order; a line that is missing here "
-    "was left out, not absent; a value listed here replaces that key's value in earlier blocks.]"
+    CONTINUED_PREFIX + ": {calls} more tool calls on the current task, in the form of the "
+    "block above; a value listed here replaces that key's value in earlier blocks.]"
 )
 #: At most this share of a work memory goes to exact records (when the task asks for them): an
 #: agent's next step mostly needs the output lines, and code lines such as ``x = compute()``

@@ -2,7 +2,7 @@
 
 A tool output line without its origin is ambiguous ("42", "OK", a line of code from which
 file?), so the memory is organised by call: a header line names the tool and its arguments (cut
-to :data:`MAX_HEADER_ARGS` characters) and says how many of its output lines were kept; the kept
+to :data:`HEADER_ARGS` characters) and says how many of its output lines were kept; the kept
 lines follow verbatim, in source order. The agent's own text between calls is kept the same way.
 
 What is kept is chosen for the step the agent is on, because that is what the next request needs:
@@ -15,12 +15,16 @@ What is kept is chosen for the step the agent is on, because that is what the ne
 - lines no query term reaches fill what is left, newest first;
 - a line that matches the task strongly outranks filler from a newer call, and lines that stand
   out (errors and warnings, tracebacks, URLs, ids and hashes, version pins, a value, a sentence
-  among code or a JSON record among log lines) outrank ordinary lines of their call.
+  among code or a JSON record among log lines) outrank ordinary lines of their call;
+- each of the task's requests keeps its best line of a tool's output (in a small memory only a
+  line that can answer: a value, an id, a line that stands out), and a line a later one
+  replaced is not taken for the task.
 
 The action log is never lost: every call keeps its header, in order, whether or not any of its
 lines is kept; a run of calls that kept no line is folded into one line that still names each
 call's arguments (shortened when the log would take more than :data:`ACTION_LOG_SHARE` of the
-budget). The values the calls read head the memory (:mod:`.work_values`), newest per key.
+budget; a small memory's log is compact, :mod:`._action_log`). The values the calls read head
+the memory (:mod:`.work_values`), newest per key.
 
 Packing takes whole lines, reserves the action log first, and never exceeds the budget by the
 meter that will judge the request.
@@ -28,19 +32,19 @@ meter that will judge the request.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores, clause_matches, task_clauses
 from .._core.values import Value
-from ._action_log import folded, split_cost, summary_line, unkept_log, with_note
+from ._action_log import ACTION_LOG_SHARE, HEADER_ARGS, folded, plan_log, split_cost, with_note
 from ._changed_files import changed_files
 from ._conversation import Entry
 from ._salient import salient
 from ._work_lines import (
     FRAMING,
-    MAX_HEADER_ARGS,
     PATH,
     Group,
     Output,
@@ -48,7 +52,6 @@ from ._work_lines import (
     call_header,
     collect,
     cut,
-    distinct_arguments,
     line_key,
     newest_copies,
     origin_of,
@@ -60,7 +63,7 @@ from ._work_values import LATER, STRONG_KEY_MATCH, read_work_values, values_sect
 __all__ = [
     "ACTION_LOG_SHARE",
     "FRAMING",
-    "MAX_HEADER_ARGS",
+    "HEADER_ARGS",
     "WorkMemory",
     "build_work_memory",
     "call_header",
@@ -92,27 +95,29 @@ REPEAT_WEIGHT = 1.0
 #: On the realistic probe's sessions the planted lines rank 1-55 of 6,000-7,000 lines this way
 #: (a traceback's last frame, whose words are those of code, much lower).
 STRONG_TASK_MATCH = 0.35
-#: Each request's best line (from this share of its words, unless the values section answers
-#: it) goes before anything else, into at most :data:`LEADER_LINE_SHARE` of the room for lines.
+#: Each request's best line in a tool's output (from this share of its words, unless the values
+#: section answers it) goes before anything else, into at most :data:`LEADER_LINE_SHARE` of the
+#: room for lines (scaled like the extras below). The agent's own notes do not lead: they
+#: restate the task (on the SWE-bench replay, half the best lines were the agent's paraphrase of
+#: the PR description and 0.5% held patch evidence). In a memory smaller than
+#: :data:`FULL_EXTRAS_ROOM` a best line leads only when it can answer: it holds a value the
+#: values reader read, stands out (:func:`salient`) or names an id (a token of letters and
+#: digits: ``ap-south-3z``, ``2026.11.0-rc3``).
 LEADER_LINE_MATCH, LEADER_LINE_SHARE = 0.2, 0.5
 #: In the task's pass a salient line only breaks near ties.
 TASK_SALIENT_WEIGHT = 0.1
 TASK_LINE_SHARE = 0.15
-#: The values section, the task's pass and the lines brought back get their full shares from
-#: this much room on; below it, in proportion: on the replay's 16K window (about 1,760 tokens of
-#: room) full shares cost patch evidence the lines the agent works on would have kept.
+#: The values section, the leaders, the task's pass and the lines brought back get their full
+#: shares from this much room on; below it, in proportion: on the replay's 16K window (about
+#: 1,760 tokens of room) full shares cost patch evidence the lines the agent works on would have
+#: kept.
 FULL_EXTRAS_ROOM = 4096
 #: An appended block brings back lines of earlier calls into at most this share of its room.
 BROUGHT_BACK_SHARE = 0.125
 #: A line that stands out from ordinary output (see :func:`salient`).
 SALIENT_WEIGHT = 0.05
-#: The action log (one header per call) takes at most this share of the budget; past it, the
-#: arguments each header shows are shortened (down to :data:`MIN_HEADER_ARGS` characters).
-ACTION_LOG_SHARE = 0.3
-MIN_HEADER_ARGS = 24
-#: A call with no path in its arguments is named in a folded row by at most this many
-#: characters of them (its own header, when it keeps lines, shows more).
-MAX_LOGGED_ARGS = 60
+# A token that names something rather than says it: letters and digits in one word.
+_ID = re.compile(r"\b(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)[\w.-]*\w\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +166,8 @@ def build_work_memory(
         + [call.arguments for entry in focus for call in entry.calls]
     )
     left = budget - count(header)
-    log = _plan_log(work.groups, paths_in(focus_text), count, left)
+    _place(work.groups, paths_in(focus_text))
+    log = plan_log(work.groups, count, left, compact=left < FULL_EXTRAS_ROOM)
     left -= log.reserved
     before: Work | None = None
     before_outputs: list[Output] = []
@@ -197,7 +203,13 @@ def build_work_memory(
     }
     # A line whose values the section states adds nothing to the task's pass.
     stated = {i for i in candidates if section.states(values, i)}
-    orders = _ranked(work, candidates, costs, copies, task, focus_text, stated, section.answered)
+    # A line a later one replaced (and the rest of its traceback) is not what the task asks now.
+    stated |= _with_tracebacks(work, set(notes))
+    # A small memory's leaders are lines that can answer (see LEADER_LINE_MATCH).
+    valued = set(values.by_line) if scale < 1 else None
+    orders = _ranked(
+        work, candidates, costs, copies, task, focus_text, stated, section.answered, valued
+    )
     kept = _pack(work, orders, costs, left, count, log=log.reserved_headers, task_share=scale)
     if log.summary:
         header = f"{header}\n{log.summary}"
@@ -273,66 +285,17 @@ def _label(call: int) -> str:
     return f"(call {call})" if call > 0 else "(a tool output)"
 
 
-@dataclass(frozen=True, slots=True)
-class _LogPlan:
-    """What the action log takes before any line: every call folded into lines that name
-    each one's arguments (``reserved_headers``), or when not even that fits, a summary line."""
-
-    reserved: int
-    reserved_headers: bool
-    summary: str = ""
-
-
-def _plan_log(
-    groups: Sequence[Group], focus_paths: set[str], count: Callable[[str], int], room: int
-) -> _LogPlan:
-    """Each group's recency, focus and header cost, and what the action log reserves.
-
-    Every call's header is reserved before any line: the arguments a header shows are cut
-    shorter while the log would take more than :data:`ACTION_LOG_SHARE` of ``room``.
-    """
-    # A file keeps being worked on after its last read: a call's recency is that of the newest
-    # call touching any of the same files.
+def _place(groups: Sequence[Group], focus_paths: set[str]) -> None:
+    """Each group's recency and focus: a file keeps being worked on after its last read, so a
+    call's recency is that of the newest call touching any of the same files."""
     touched: dict[str, int] = {}
     group_paths = [paths_in(group.header) for group in groups]
     for group, paths in zip(groups, group_paths, strict=True):
         for path in paths:
             touched[path] = group.order
-    for group in groups:
-        if group.number:
-            named = dict.fromkeys(m for m in PATH.findall(group.arguments) if len(m) > 2)
-            group.touched = " ".join(named)
     for group, paths in zip(groups, group_paths, strict=True):
         group.focus = bool(focus_paths & paths)
         group.recency = max([group.order, *(touched[path] for path in paths)])
-    calls = [group for group in groups if group.header]
-    distinct_arguments(calls)
-    numbered = [group for group in calls if group.number]
-    compact = room < FULL_EXTRAS_ROOM
-    for limit in (MAX_HEADER_ARGS, 80, 48, MIN_HEADER_ARGS, 0):
-        for group in numbered:
-            # In the folded log a call is named by the files it touched, else by what its
-            # tool's calls do not share; its own header shows its arguments while they fit.
-            # Paths are kept whole (a cut path names nothing) until no argument has room.
-            short = (group.touched if limit else "") or cut(
-                group.distinct or group.arguments, min(limit, MAX_LOGGED_ARGS)
-            )
-            group.logged = short
-            # In a small memory a header names what the call did without what every call of
-            # its tool says alike (Codex's code around each command): each kept line pays it.
-            full = group.distinct if compact and group.distinct else group.arguments
-            shown = full if len(full) <= limit else short
-            group.header = f"[call {group.number} {group.tool}]" + (f" {shown}" if shown else "")
-        for group in groups:
-            # Priced with the longest note it can get, so the rendered header never costs more.
-            noted = with_note(group.header, " (99999 of 99999 output lines kept)")
-            group.header_cost = count(noted + "\n") if group.header else 0
-        reserved = _lines_cost(unkept_log(groups), count)
-        if reserved <= ACTION_LOG_SHARE * room or (limit <= MIN_HEADER_ARGS and reserved <= room):
-            return _LogPlan(reserved, True)
-    line = summary_line(calls)
-    cost = count(line + "\n") if line else 0
-    return _LogPlan(cost, False, line) if cost <= room else _LogPlan(0, False)
 
 
 def _ranked(
@@ -344,10 +307,12 @@ def _ranked(
     focus_text: str,
     stated: set[int],
     answered: Mapping[int, float] | None = None,
+    valued: set[int] | None = None,
 ) -> tuple[list[int], list[int], list[int]]:
     """The best line of each request the values section left unanswered, the lines that match
     the task strongly, best match first (the task's pass), and every candidate line best first
-    (see the weights above); ties: newer first."""
+    (see the weights above); ties: newer first. With ``valued`` (the lines that hold a value),
+    only lines that can answer lead."""
     texts, groups = work.texts, work.groups
     rows = [texts[i] for i in candidates]
     lengths = [costs[i] for i in candidates]
@@ -370,7 +335,17 @@ def _ranked(
             + REPEAT_WEIGHT * (1.0 - 1.0 / copies[index])
             + salience
         )
-    leaders = {candidates[p]: share for p, share in leading.items()}
+    leaders = {
+        index: share
+        for index, share in ((candidates[p], share) for p, share in leading.items())
+        if groups[work.owner[index]].header
+        and (
+            valued is None
+            or index in valued
+            or standing_out[index]
+            or _ID.search(texts[index]) is not None
+        )
+    }
     leaders_first = sorted(set(leaders) - stated, key=lambda i: (-leaders[i], -i))
     on_task_first = sorted(task_of, key=lambda i: (-task_of[i], -i))
     return leaders_first, on_task_first, sorted(candidates, key=lambda i: (-score_of[i], -i))
@@ -411,6 +386,15 @@ def _task_strength(
         if coverage >= STRONG_TASK_MATCH or best >= STRONG_TASK_MATCH:
             strength[position] = coverage + best
     return strength, leaders
+
+
+def _with_tracebacks(work: Work, lines: set[int]) -> set[int]:
+    """``lines`` and every line of the tracebacks they are part of."""
+    if not lines:
+        return lines
+    block_of = traceback_lines_of(work)
+    blocks = {block_of[i] for i in lines if i in block_of}
+    return lines | {i for i, block in block_of.items() if block in blocks}
 
 
 def _salient_lines(work: Work) -> list[bool]:
@@ -457,17 +441,13 @@ def _pack(
                 group.kept += 1
         return room
 
-    # Each request's answer first whatever the memory's size, then the other strong lines.
-    share = int(left * LEADER_LINE_SHARE)
+    # Each request's answer first, then the other strong lines.
+    share = int(left * LEADER_LINE_SHARE * task_share)
     left -= share - take(leaders, share)
     share = int(left * TASK_LINE_SHARE * task_share)
     left -= share - take(on_task, share)
     take(ranked, left)
     return kept
-
-
-def _lines_cost(lines: Sequence[str], count: Callable[[str], int]) -> int:
-    return count("\n".join(lines) + "\n") if lines else 0
 
 
 def _render(header: str, work: Work, kept: set[int], notes: dict[int, str], *, log: bool) -> str:
