@@ -11,8 +11,8 @@ from chat_fixtures import entries_of
 from chat_strategies import agent_loops
 from tomc.chat._conversation import ASSISTANT, TOOL, Entry, ToolCall, ToolOutput
 from tomc.chat._meter import meter_for
-from tomc.chat._work_lines import MAX_HEADER_ARGS
-from tomc.chat._work_memory import build_work_memory, call_header
+from tomc.chat._work_lines import MAX_HEADER_ARGS, collect
+from tomc.chat._work_memory import _ranked, build_work_memory, call_header
 
 METER = meter_for("o200k_base")
 HEADER = "[work memory]"
@@ -480,3 +480,51 @@ def test_a_small_memory_names_a_call_without_its_tools_shared_wrapper():
     kept = [line for line in small.splitlines() if CALL.match(line)]
     assert kept and not any("const r = await" in line for line in kept)
     assert any("src/module_11.py" in line for line in kept)
+
+
+def _leaders(entries: list[Entry], task: str, valued: set[int] | None = None) -> list[str]:
+    """The lines that lead for the task's requests (see ``_ranked``)."""
+    work, _ = collect(entries, 1)
+    candidates = list(range(len(work.texts)))
+    costs = {i: METER.count(work.texts[i] + "\n") for i in candidates}
+    copies = [1] * len(work.texts)
+    leaders, _, _ = _ranked(work, candidates, costs, copies, task, "", set(), None, valued)
+    return [work.texts[i] for i in leaders]
+
+
+ASK = "Which region do the disaster-recovery exercises run against?"
+NAMED = "Exercises use the standby region ap-south-3z."
+PLAIN = "Exercises use the standby region this quarter."
+PROSE = [f"Section {i} describes how the pipeline handles its step number {i}." for i in range(9)]
+
+
+def _runbook(line: str, note: str = "") -> list[Entry]:
+    entries = group(0, "cat docs/runbook.md", "\n".join([*PROSE[:4], line, *PROSE[4:]]))
+    return entries + ([Entry(ASSISTANT, f"assistant: {note}")] if note else [])
+
+
+def test_the_agent_s_own_restatement_does_not_take_a_request_s_line():
+    """The agent's note repeats the request's words (a better match than any line of output);
+    the request's line is still the tool's line that answers it."""
+    note = "I need the region the disaster-recovery exercises run against."
+    assert _leaders(_runbook(NAMED, note), ASK) == [NAMED]
+
+
+def test_a_small_memory_leads_with_lines_that_can_answer():
+    """With the lines that hold a value given (a small memory), a request's best line leads
+    only when it can answer: it holds a value, names an id or stands out."""
+    assert _leaders(_runbook(PLAIN), ASK) == [PLAIN]
+    assert _leaders(_runbook(PLAIN), ASK, valued=set()) == []
+    assert _leaders(_runbook(NAMED), ASK, valued=set()) == [NAMED]
+    assert _leaders(_runbook(PLAIN), ASK, valued={4}) == [PLAIN]  # line 4 holds a value
+
+
+def test_a_line_a_later_one_replaced_does_not_take_the_task_s_room():
+    """A line whose value a later line replaced is out of the task's pass, so its stale value
+    does not crowd out newer work in a small memory."""
+    entries = group(0, "cat config/retry.env", "retry_limit = 3\nretry_backoff = 2")
+    for number in range(1, 31):
+        entries += group(number, f"cat src/module_{number:02d}.py", _code(number, 40))
+    memory = build(entries, budget=1_200, task="the retry limit", later="retry_limit = 6")
+    assert "retry_limit = 3" not in memory.text
+    assert "[replaced later: retry_limit = 6" not in memory.text
