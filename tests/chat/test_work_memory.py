@@ -482,14 +482,14 @@ def test_a_small_memory_names_a_call_without_its_tools_shared_wrapper():
     assert any("src/module_11.py" in line for line in kept)
 
 
-def _leaders(entries: list[Entry], task: str, valued: set[int] | None = None) -> list[str]:
-    """The lines that lead for the task's requests (see ``_ranked``)."""
+def _passes(entries: list[Entry], task: str, valued: frozenset[int] = frozenset()):
+    """The lines that lead for the task's requests and those of the task's pass (``_ranked``)."""
     work, _ = collect(entries, 1)
     candidates = list(range(len(work.texts)))
     costs = {i: METER.count(work.texts[i] + "\n") for i in candidates}
     copies = [1] * len(work.texts)
-    leaders, _, _ = _ranked(work, candidates, costs, copies, task, "", set(), None, valued)
-    return [work.texts[i] for i in leaders]
+    leaders, on_task, _ = _ranked(work, candidates, costs, copies, task, "", set(), None, valued)
+    return [work.texts[i] for i in leaders], [work.texts[i] for i in on_task]
 
 
 ASK = "Which region do the disaster-recovery exercises run against?"
@@ -507,16 +507,16 @@ def test_the_agent_s_own_restatement_does_not_take_a_request_s_line():
     """The agent's note repeats the request's words (a better match than any line of output);
     the request's line is still the tool's line that answers it."""
     note = "I need the region the disaster-recovery exercises run against."
-    assert _leaders(_runbook(NAMED, note), ASK) == [NAMED]
+    leaders, on_task = _passes(_runbook(NAMED, note), ASK)
+    assert leaders == [NAMED] and f"assistant: {note}" not in on_task
 
 
-def test_a_small_memory_leads_with_lines_that_can_answer():
-    """With the lines that hold a value given (a small memory), a request's best line leads
-    only when it can answer: it holds a value, names an id or stands out."""
-    assert _leaders(_runbook(PLAIN), ASK) == [PLAIN]
-    assert _leaders(_runbook(PLAIN), ASK, valued=set()) == []
-    assert _leaders(_runbook(NAMED), ASK, valued=set()) == [NAMED]
-    assert _leaders(_runbook(PLAIN), ASK, valued={4}) == [PLAIN]  # line 4 holds a value
+def test_the_task_s_pass_takes_lines_that_can_answer():
+    """Beyond each request's best line, a strong match goes first only when it can answer:
+    it holds a value, names an id or stands out; code that shares the task's words does not."""
+    assert _passes(_runbook(NAMED), ASK) == ([NAMED], [NAMED])
+    assert _passes(_runbook(PLAIN), ASK) == ([PLAIN], [])
+    assert _passes(_runbook(PLAIN), ASK, valued=frozenset({4})) == ([PLAIN], [PLAIN])
 
 
 def test_a_line_a_later_one_replaced_does_not_take_the_task_s_room():

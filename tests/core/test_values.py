@@ -8,7 +8,14 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tomc._core.values import SCOPE_KEYS, VOLATILE_KEYS, Value, newest_values, read_values
+from tomc._core.values import (
+    SCOPE_KEYS,
+    VOLATILE_KEYS,
+    Value,
+    is_literal,
+    newest_values,
+    read_values,
+)
 
 # Keys of settings: not a record's own fields (its time, level, service...), which mean
 # something else to the reader.
@@ -207,6 +214,18 @@ def test_expressions_and_code_are_not_values() -> None:
     assert [(v.name, v.value) for v in read_values(CODE.splitlines())] == [
         ("DEFAULT_TIMEOUT", "30")
     ]
+
+
+def test_an_expression_a_dunder_or_a_placeholder_is_not_a_value() -> None:
+    """Bare words on the right of ``=`` that read as code, not as a setting."""
+    for raw in ("self.help or None", "x if y else z", "help_text,", "__all__", "%s", "{}"):
+        assert not is_literal(raw), raw
+    for raw in ("eu-central-1", "acme.ingest.blue", "%Y-%m-%d", "read-only", "__init__.py"):
+        assert is_literal(raw), raw
+    lines = ["ALL_CHECKS = __all__", "labels = %s", "description = self.help or None,"]
+    assert read_values([*lines, "mode = read-only"]) and all(
+        v.name == "mode" for v in read_values([*lines, "mode = read-only"])
+    )
 
 
 @given(

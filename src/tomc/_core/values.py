@@ -88,6 +88,10 @@ _IDENT = r"[A-Za-z_][\w.\-]*"
 _NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)(?:\.\d+)?(?:[eE][-+]?\d+)?[A-Za-z%]{0,3}")
 _QUOTED = re.compile(r"""(?:"([^"\\]*)"|'([^'\\]*)')""")
 # Code on the right of `=`: a call, an operator, an index or an attribute path.
+# What a bare word or two on the right of `=` is when it is not a value: an expression joined
+# by a keyword (`self.help or None`), a line of code going on (`x = y,`), a dunder name, a
+# format placeholder alone.
+_NOT_A_VALUE = re.compile(r"\s(?:or|and|if|else|for|lambda)\s|,$|^__\w+__$|^%[sdrf]$|^\{\}$")
 _EXPRESSION = re.compile(r"[()\[\]{}+*<>|&^~]|\s[-/%]\s")
 # In code, ``a.b`` is an attribute; in config it is a host or a name.
 _ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -152,6 +156,8 @@ def _literal(raw: str, *, bare: bool, code: bool = False) -> str | None:
         return None
     if _EXPRESSION.search(raw) or raw.count(" ") > 2 or "'" in raw or '"' in raw:
         return None  # code, prose, or a string cut short (f"Reference {x}")
+    if _NOT_A_VALUE.search(raw):
+        return None  # an expression, a name or a placeholder: `a or b`, `__all__`, `%s`
     if raw in _CODE_WORDS and (code or raw[0].isupper()):
         return None
     if code and (" " in raw or _WORD.fullmatch(raw) or _ATTRIBUTE.fullmatch(raw)):

@@ -16,8 +16,8 @@ What is kept is chosen for the step the agent is on, because that is what the ne
 - a line that matches the task strongly outranks filler from a newer call, and lines that stand
   out (errors and warnings, tracebacks, URLs, ids and hashes, version pins, a value, a sentence
   among code or a JSON record among log lines) outrank ordinary lines of their call;
-- each of the task's requests keeps its best line of a tool's output (in a small memory only a
-  line that can answer: a value, an id, a line that stands out), and a line a later one
+- each of the task's requests keeps its best line of a tool's output, and other strong matches
+  follow when they can answer (a value, an id, a line that stands out); a line a later one
   replaced is not taken for the task.
 
 The action log is never lost: every call keeps its header, in order, whether or not any of its
@@ -32,6 +32,7 @@ meter that will judge the request.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,30 +88,32 @@ BM25_WEIGHT = 1.0
 RECENCY_WEIGHT = 3.0
 FOCUS_WEIGHT = 1.0
 REPEAT_WEIGHT = 1.0
-#: Lines that hold at least this share of the words of one of the task's requests (weighted by
-#: rarity, :func:`tomc._core.retrieval.clause_coverage`), or score this share of the best BM25
-#: match of the whole task, go first, ranked by the two together, into at most
-#: :data:`TASK_LINE_SHARE` of the room for lines: an old line the task asks about is not crowded
-#: out by filler of the newest calls, and the code the agent works on (recency) keeps the rest.
-#: On the realistic probe's sessions the planted lines rank 1-55 of 6,000-7,000 lines this way
-#: (a traceback's last frame, whose words are those of code, much lower).
+#: Lines of a tool's output that hold at least this share of the words of one of the task's
+#: requests (weighted by rarity, :func:`tomc._core.retrieval.clause_coverage`), or score this
+#: share of the best BM25 match of the whole task, and can answer (they hold a value, name an id
+#: or stand out), go first, ranked by the two together, into at most :data:`TASK_LINE_SHARE`
+#: of the room for lines: an old line the task asks about is not crowded out by filler of the
+#: newest calls, and the code the agent works on (recency) keeps the rest. On the realistic
+#: probe's sessions the planted lines rank 1-55 of 6,000-7,000 lines this way (a traceback's
+#: last frame, whose words are those of code, much lower). Code that shares the task's words is
+#: not an answer (on the SWE-bench replay at 24K, test code matching the PR description crowded
+#: out the lines being patched).
 STRONG_TASK_MATCH = 0.35
 #: Each request's best line in a tool's output (from this share of its words, unless the values
 #: section answers it) goes before anything else, into at most :data:`LEADER_LINE_SHARE` of the
-#: room for lines (scaled like the extras below). The agent's own notes do not lead: they
-#: restate the task (on the SWE-bench replay, half the best lines were the agent's paraphrase of
-#: the PR description and 0.5% held patch evidence). In a memory smaller than
-#: :data:`FULL_EXTRAS_ROOM` a best line leads only when it can answer: it holds a value the
-#: values reader read, stands out (:func:`salient`) or names an id (a token of letters and
-#: digits: ``ap-south-3z``, ``2026.11.0-rc3``).
+#: room for lines, times the square root of the extras' scale below (a memory of 1,700 tokens
+#: gives them 0.32 of its room: on the SWE-bench replay at 16K the full half cost 0.6 points of
+#: patch evidence, the full scale cost a held-out check of other formats 6 of 20 values at 2K).
+#: The agent's own notes do not lead: they restate the task (on the replay, half the best lines
+#: were the agent's paraphrase of the PR description, and 0.5% of them held patch evidence).
 LEADER_LINE_MATCH, LEADER_LINE_SHARE = 0.2, 0.5
 #: In the task's pass a salient line only breaks near ties.
 TASK_SALIENT_WEIGHT = 0.1
 TASK_LINE_SHARE = 0.15
 #: The values section, the leaders, the task's pass and the lines brought back get their full
-#: shares from this much room on; below it, in proportion: on the replay's 16K window (about
-#: 1,760 tokens of room) full shares cost patch evidence the lines the agent works on would have
-#: kept.
+#: shares from this much room on; below it, in proportion (the leaders by its square root): on
+#: the replay's 16K window (about 1,760 tokens of room) full shares cost patch evidence the lines
+#: the agent works on would have kept.
 FULL_EXTRAS_ROOM = 4096
 #: An appended block brings back lines of earlier calls into at most this share of its room.
 BROUGHT_BACK_SHARE = 0.125
@@ -151,13 +154,7 @@ def build_work_memory(
     before this one stand for, their text and its first call's number: values and lines of it
     that the task asks about and those blocks left out are brought back here.
     """
-    changed = changed_files(call for entry in entries for call in entry.calls)
-    if changed:
-        # What the work changed stays in view whatever else is left out (it is one line).
-        shown = changed[:MAX_CHANGED_FILES]
-        more = len(changed) - len(shown)
-        tail = f" and {more} more" if more else ""
-        header = f"{header}\n[files changed by these calls: {', '.join(shown)}{tail}]"
+    header += _changed_line(entries)
     work, outputs = collect(entries, first_call_number)
     origins = [origin_of(work.groups[group]) for group in work.owner]
     alive, copies = newest_copies(work.texts, later_text, origins)
@@ -205,16 +202,33 @@ def build_work_memory(
     stated = {i for i in candidates if section.states(values, i)}
     # A line a later one replaced (and the rest of its traceback) is not what the task asks now.
     stated |= _with_tracebacks(work, set(notes))
-    # A small memory's leaders are lines that can answer (see LEADER_LINE_MATCH).
-    valued = set(values.by_line) if scale < 1 else None
     orders = _ranked(
-        work, candidates, costs, copies, task, focus_text, stated, section.answered, valued
+        work,
+        candidates,
+        costs,
+        copies,
+        task,
+        focus_text,
+        stated,
+        section.answered,
+        set(values.by_line),
     )
     kept = _pack(work, orders, costs, left, count, log=log.reserved_headers, task_share=scale)
     if log.summary:
         header = f"{header}\n{log.summary}"
     text = _render(header, work, kept, notes, log=log.reserved_headers)
     return WorkMemory(text, count(text), len(kept), len(candidates), work.calls)
+
+
+def _changed_line(entries: Sequence[Entry]) -> str:
+    """What the work changed, one line that stays in view whatever else is left out."""
+    changed = changed_files(call for entry in entries for call in entry.calls)
+    if not changed:
+        return ""
+    shown = changed[:MAX_CHANGED_FILES]
+    more = len(changed) - len(shown)
+    tail = f" and {more} more" if more else ""
+    return f"\n[files changed by these calls: {', '.join(shown)}{tail}]"
 
 
 def _seen_before(
@@ -307,12 +321,12 @@ def _ranked(
     focus_text: str,
     stated: set[int],
     answered: Mapping[int, float] | None = None,
-    valued: set[int] | None = None,
+    valued: frozenset[int] | set[int] = frozenset(),
 ) -> tuple[list[int], list[int], list[int]]:
-    """The best line of each request the values section left unanswered, the lines that match
-    the task strongly, best match first (the task's pass), and every candidate line best first
-    (see the weights above); ties: newer first. With ``valued`` (the lines that hold a value),
-    only lines that can answer lead."""
+    """The best line of each request the values section left unanswered, the lines of tools'
+    output that match the task strongly and can answer (they hold a value, in ``valued``, name
+    an id or stand out), best match first (the task's pass), and every candidate line best
+    first (see the weights above); ties: newer first."""
     texts, groups = work.texts, work.groups
     rows = [texts[i] for i in candidates]
     lengths = [costs[i] for i in candidates]
@@ -326,7 +340,10 @@ def _ranked(
     for position, index in enumerate(candidates):
         group = groups[work.owner[index]]
         salience = SALIENT_WEIGHT if standing_out[index] else 0.0
-        if position in strength and index not in stated:
+        answers = group.header and (
+            salience or index in valued or _ID.search(texts[index]) is not None
+        )
+        if position in strength and index not in stated and answers:
             task_of[index] = strength[position] + TASK_SALIENT_WEIGHT * bool(salience)
         score_of[index] = (
             BM25_WEIGHT * scores.get(position, 0.0) / top
@@ -336,15 +353,9 @@ def _ranked(
             + salience
         )
     leaders = {
-        index: share
-        for index, share in ((candidates[p], share) for p, share in leading.items())
-        if groups[work.owner[index]].header
-        and (
-            valued is None
-            or index in valued
-            or standing_out[index]
-            or _ID.search(texts[index]) is not None
-        )
+        candidates[p]: share
+        for p, share in leading.items()
+        if groups[work.owner[candidates[p]]].header
     }
     leaders_first = sorted(set(leaders) - stated, key=lambda i: (-leaders[i], -i))
     on_task_first = sorted(task_of, key=lambda i: (-task_of[i], -i))
@@ -442,7 +453,7 @@ def _pack(
         return room
 
     # Each request's answer first, then the other strong lines.
-    share = int(left * LEADER_LINE_SHARE * task_share)
+    share = int(left * LEADER_LINE_SHARE * math.sqrt(task_share))
     left -= share - take(leaders, share)
     share = int(left * TASK_LINE_SHARE * task_share)
     left -= share - take(on_task, share)
