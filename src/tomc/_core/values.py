@@ -21,9 +21,7 @@ each pair with the line it came from. Only literal values count: ``self.fd = os.
 (``"service": "ingest-worker"``) gives its other keys that ``scope``.
 
 :func:`newest_values` applies SET's semantics over a sequence of readings: per key, the newest
-value wins and remembers the readings it superseded.
-
-Pure functions, linear in the text; no I/O.
+value wins and remembers the readings it superseded. Pure functions, linear in the text; no I/O.
 """
 
 from __future__ import annotations
@@ -87,12 +85,10 @@ class ValueHistory:
 _IDENT = r"[A-Za-z_][\w.\-]*"
 _NUMBER = re.compile(r"[-+]?(?:\d[\d_,]*)(?:\.\d+)?(?:[eE][-+]?\d+)?[A-Za-z%]{0,3}")
 _QUOTED = re.compile(r"""(?:"([^"\\]*)"|'([^'\\]*)')""")
-# Code on the right of `=`: a call, an operator, an index or an attribute path.
-# What a bare word or two on the right of `=` is when it is not a value: an expression joined
-# by a keyword (`self.help or None`), a line of code going on (`x = y,`), a dunder name, a
-# format placeholder alone.
-_NOT_A_VALUE = re.compile(r"\s(?:or|and|if|else|for|lambda)\s|,$|^__\w+__$|^%[sdrf]$|^\{\}$")
+# Code on the right of `=`: a call, an operator, an index or an attribute path; or a keyword
+# between words, a line going on, a dunder name, a placeholder alone (`a or b,`, `__all__`, `%s`).
 _EXPRESSION = re.compile(r"[()\[\]{}+*<>|&^~]|\s[-/%]\s")
+_NOT_A_VALUE = re.compile(r"\s(?:or|and|if|else|for|lambda)\s|,$|^__\w+__$|^%[sdrf]$|^\{\}$|['\"]")
 # In code, ``a.b`` is an attribute; in config it is a host or a name.
 _ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _CODE_WORDS = frozenset(
@@ -154,10 +150,8 @@ def _literal(raw: str, *, bare: bool, code: bool = False) -> str | None:
         return raw
     if not bare or raw.startswith(("#", "//", "$")):
         return None
-    if _EXPRESSION.search(raw) or raw.count(" ") > 2 or "'" in raw or '"' in raw:
+    if _EXPRESSION.search(raw) or _NOT_A_VALUE.search(raw) or raw.count(" ") > 2:
         return None  # code, prose, or a string cut short (f"Reference {x}")
-    if _NOT_A_VALUE.search(raw):
-        return None  # an expression, a name or a placeholder: `a or b`, `__all__`, `%s`
     if raw in _CODE_WORDS and (code or raw[0].isupper()):
         return None
     if code and (" " in raw or _WORD.fullmatch(raw) or _ATTRIBUTE.fullmatch(raw)):

@@ -158,10 +158,7 @@ def build_work_memory(
     work, outputs = collect(entries, first_call_number)
     origins = [origin_of(work.groups[group]) for group in work.owner]
     alive, copies = newest_copies(work.texts, later_text, origins)
-    focus_text = "\n".join(
-        [entry.text for entry in focus]
-        + [call.arguments for entry in focus for call in entry.calls]
-    )
+    focus_text = _focus_text(focus)
     left = budget - count(header)
     _place(work.groups, paths_in(focus_text))
     log = plan_log(work.groups, count, left, compact=left < FULL_EXTRAS_ROOM)
@@ -181,13 +178,8 @@ def build_work_memory(
     if before is not None:
         room = int(left * BROUGHT_BACK_SHARE * scale)
         stated_text = f"{shown_before}\n{section.text}"
-        brought, cost = _brought_back(
-            before,
-            _seen_before(before, values.earlier_by_line, work, later_text, stated_text),
-            task,
-            room,
-            count,
-        )
+        seen = _seen_before(before, values.earlier_by_line, work, later_text, stated_text)
+        brought, cost = _brought_back(before, seen, task, room, count)
         if brought:
             left -= cost
             header = f"{header}\n{brought}"
@@ -218,6 +210,14 @@ def build_work_memory(
         header = f"{header}\n{log.summary}"
     text = _render(header, work, kept, notes, log=log.reserved_headers)
     return WorkMemory(text, count(text), len(kept), len(candidates), work.calls)
+
+
+def _focus_text(focus: Sequence[Entry]) -> str:
+    """The latest step's text and its calls' arguments."""
+    return "\n".join(
+        [entry.text for entry in focus]
+        + [call.arguments for entry in focus for call in entry.calls]
+    )
 
 
 def _changed_line(entries: Sequence[Entry]) -> str:
