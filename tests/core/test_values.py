@@ -110,6 +110,9 @@ def test_tables_give_each_cell_by_row_and_column(columns: list[str], data) -> No
     [
         ("RETRY_BUDGET_SECONDS = 417", ("RETRY_BUDGET_SECONDS", "417")),
         ("MAX_LINE: int = 65536", ("MAX_LINE", "65536")),
+        ("pub const MAX_FRAME_BYTES: usize = 1_048_576;", ("MAX_FRAME_BYTES", "1_048_576")),
+        ('export const API_BASE = "https://api.example";', ("API_BASE", "https://api.example")),
+        ("const defaultShardCount = 96", ("defaultShardCount", "96")),
         ("DEFAULT_REGION = 'eu-north-7'  # moved in March", ("DEFAULT_REGION", "eu-north-7")),
         ("requests==2.31.4", ("requests", "2.31.4")),
         ("WARN retry exhausted ticket=OPS-4471 after 3 tries", ("ticket", "OPS-4471")),

@@ -10,7 +10,7 @@ An agent reads values in many formats, and most of them are not ``name = value``
     level=info service=ingest max_batch=72613                       logfmt, ``key=value`` in logs
     | ingest | eu-west-1 |  (under a header row)                   markdown tables, CSV
     requests==2.31.4                                                version pins
-    MAX_BATCH = 72613, MAX_BATCH: int = 72613                       constants with literal values
+    MAX_BATCH: int = 72613, pub const MAX: u32 = 7;                 constants with literal values
     17 4 * * 2  /srv/bin/compact --older-than 9d                    crontab: ``cron <command>``
     Traceback ... File "/srv/app/shards.py", line 241 ... KeyError  a traceback's last frame
 
@@ -98,8 +98,8 @@ _CODE_WORDS = frozenset(
 
 _SECTION = re.compile(r"\s*\[\s*([A-Za-z_][\w.\- \"']*?)\s*\]\s*(?:[#;].*)?")
 _ASSIGN = re.compile(
-    rf"\s*(?:export\s+|readonly\s+|const\s+|final\s+)?({_IDENT})\s*(?::\s*[\w\[\], .|]+?)?"
-    r"\s*(:?=)(?!=)\s*(.*?)\s*;?\s*"
+    rf"\s*(?:(?:export|readonly|const|final|pub|static|let|var|val)\s+)*({_IDENT})"
+    r"\s*(?::\s*[\w\[\], .|]+?)?\s*(:?=)(?!=)\s*(.*?)\s*;?\s*"
 )
 _MAPPING = re.compile(r"(\s*)(?:-\s+)?([\"']?)([A-Za-z_][\w.\-/]*)\2\s*:(?:\s+(.*?))?\s*")
 _PAIR = re.compile(r"(?<![\w.\-])([A-Za-z_][\w.\-]*)=(\"[^\"]*\"|'[^']*'|[^\s,;&]+)")
