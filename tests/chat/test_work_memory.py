@@ -12,7 +12,7 @@ from chat_strategies import agent_loops
 from tomc.chat._conversation import ASSISTANT, TOOL, Entry, ToolCall, ToolOutput
 from tomc.chat._meter import meter_for
 from tomc.chat._work_lines import MAX_HEADER_ARGS, collect
-from tomc.chat._work_memory import _ranked, build_work_memory, call_header
+from tomc.chat._work_memory import _names_an_id, _ranked, build_work_memory, call_header
 
 METER = meter_for("o200k_base")
 HEADER = "[work memory]"
@@ -517,6 +517,16 @@ def test_the_task_s_pass_takes_lines_that_can_answer():
     assert _passes(_runbook(NAMED), ASK) == ([NAMED], [NAMED])
     assert _passes(_runbook(PLAIN), ASK) == ([PLAIN], [])
     assert _passes(_runbook(PLAIN), ASK, valued=frozenset({4})) == ([PLAIN], [PLAIN])
+
+
+def test_an_id_is_a_token_of_letters_and_digits_in_any_line():
+    assert _names_an_id("Exercises use the standby region ap-south-3z.")
+    assert _names_an_id("image: worker:2026.11.0-rc3")
+    assert not _names_an_id("Exercises use the standby region this quarter.")
+    assert not _names_an_id("max_batch = 72613")
+    # Long runs of one token, which a lookahead from each word boundary rescans: linear here.
+    assert not _names_an_id("a." * 200_000) and not _names_an_id("1." * 200_000)
+    assert _names_an_id("a." * 200_000 + "a1")
 
 
 def test_a_line_a_later_one_replaced_does_not_take_the_task_s_room():

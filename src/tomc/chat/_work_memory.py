@@ -119,8 +119,15 @@ FULL_EXTRAS_ROOM = 4096
 BROUGHT_BACK_SHARE = 0.125
 #: A line that stands out from ordinary output (see :func:`salient`).
 SALIENT_WEIGHT = 0.05
-# A token that names something rather than says it: letters and digits in one word.
-_ID = re.compile(r"\b(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)[\w.-]*\w\b")
+# A token that names something rather than says it: letters and digits in one word
+# (``ap-south-3z``, ``2026.11.0-rc3``). Found token by token: a lookahead from each word
+# boundary would rescan a long token of ``a.a.a...`` from each of its dots (quadratic).
+_TOKEN, _LETTER, _DIGIT = re.compile(r"[\w.-]+"), re.compile(r"[A-Za-z]"), re.compile(r"\d")
+
+
+def _names_an_id(text: str) -> bool:
+    """Whether a token of ``text`` holds both a letter and a digit."""
+    return any(_LETTER.search(t) and _DIGIT.search(t) for t in _TOKEN.findall(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,9 +347,7 @@ def _ranked(
     for position, index in enumerate(candidates):
         group = groups[work.owner[index]]
         salience = SALIENT_WEIGHT if standing_out[index] else 0.0
-        answers = group.header and (
-            salience or index in valued or _ID.search(texts[index]) is not None
-        )
+        answers = group.header and (salience or index in valued or _names_an_id(texts[index]))
         if position in strength and index not in stated and answers:
             task_of[index] = strength[position] + TASK_SALIENT_WEIGHT * bool(salience)
         score_of[index] = (
