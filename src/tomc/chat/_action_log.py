@@ -40,8 +40,8 @@ MAX_LOGGED_ARGS = 60
 #: A compact log (a small memory's): headers show at most this many characters, a folded row
 #: names a call by its first path (else this many characters of its arguments), and the log
 #: takes at most this share before headers are cut further. On the SWE-bench replay at 16K
-#: (about 1,760 tokens of room) each of the four kept patch evidence: 97.2% with them, 95.9%
-#: with the full log's rules.
+#: (about 1,760 tokens of room): 97.1% of the patch evidence with them, 95.9% with the full
+#: log's rules.
 COMPACT_HEADER_ARGS, COMPACT_LOGGED_ARGS, COMPACT_LOG_SHARE = 48, 24, 0.05
 
 

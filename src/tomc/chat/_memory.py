@@ -47,7 +47,7 @@ WORK_HEADER = (
 )
 CONTINUED_PREFIX = "[TOMC memory, continued"
 #: An appended block's header: the first block says how to read a block, and a long session
-#: appends many (at 16K each in a few hundred tokens of room: the longer wording cost 0.9 points
+#: appends many (at 16K each in a few hundred tokens of room: the longer wording cost 1.0 point
 #: of the replay's patch evidence there).
 CONTINUED_HEADER = (
     CONTINUED_PREFIX + ": {calls} more tool calls on the current task, in the form of the "

@@ -1,9 +1,10 @@
 """The memory of finished agent work: kept output lines under the call that produced them.
 
 A tool output line without its origin is ambiguous ("42", "OK", a line of code from which
-file?), so the memory is organised by call: a header line names the tool and its arguments (cut
-to :data:`HEADER_ARGS` characters) and says how many of its output lines were kept; the kept
-lines follow verbatim, in source order. The agent's own text between calls is kept the same way.
+file?), so the memory is organised by call: a header line names the tool and its arguments
+(cut to :data:`._action_log.HEADER_ARGS` characters) and says how many of its output lines were
+kept; the kept lines follow verbatim, in source order. The agent's own text between calls is
+kept the same way.
 
 What is kept is chosen for the step the agent is on, because that is what the next request needs:
 
@@ -22,9 +23,9 @@ What is kept is chosen for the step the agent is on, because that is what the ne
 
 The action log is never lost: every call keeps its header, in order, whether or not any of its
 lines is kept; a run of calls that kept no line is folded into one line that still names each
-call's arguments (shortened when the log would take more than :data:`ACTION_LOG_SHARE` of the
-budget; a small memory's log is compact, :mod:`._action_log`). The values the calls read head
-the memory (:mod:`.work_values`), newest per key.
+call's arguments (shortened when the log would take more than its share of the budget, and
+compact in a small memory: :mod:`._action_log`). The values the calls read head the memory
+(:mod:`.work_values`), newest per key.
 
 Packing takes whole lines, reserves the action log first, and never exceeds the budget by the
 meter that will judge the request.
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores, clause_matches, task_clauses
 from .._core.values import Value
-from ._action_log import ACTION_LOG_SHARE, HEADER_ARGS, folded, plan_log, split_cost, with_note
+from ._action_log import folded, plan_log, split_cost, with_note
 from ._changed_files import changed_files
 from ._conversation import Entry
 from ._salient import salient
@@ -62,9 +63,7 @@ from ._work_lines import (
 from ._work_values import LATER, STRONG_KEY_MATCH, read_work_values, values_section
 
 __all__ = [
-    "ACTION_LOG_SHARE",
     "FRAMING",
-    "HEADER_ARGS",
     "WorkMemory",
     "build_work_memory",
     "call_header",
@@ -103,7 +102,8 @@ STRONG_TASK_MATCH = 0.35
 #: section answers it) goes before anything else, into at most :data:`LEADER_LINE_SHARE` of the
 #: room for lines, times the square root of the extras' scale below (a memory of 1,700 tokens
 #: gives them 0.32 of its room: on the SWE-bench replay at 16K the full half cost 0.6 points of
-#: patch evidence, the full scale cost a held-out check of other formats 6 of 20 values at 2K).
+#: patch evidence; at 2,000 tokens `benchmarks.work_memory_formats` carries 16 of 20 values
+#: unscaled, 12 at the square root, 11 at the full scale).
 #: The agent's own notes do not lead: they restate the task (on the replay, half the best lines
 #: were the agent's paraphrase of the PR description, and 0.5% of them held patch evidence).
 LEADER_LINE_MATCH, LEADER_LINE_SHARE = 0.2, 0.5
@@ -347,8 +347,12 @@ def _ranked(
     for position, index in enumerate(candidates):
         group = groups[work.owner[index]]
         salience = SALIENT_WEIGHT if standing_out[index] else 0.0
-        answers = group.header and (salience or index in valued or _names_an_id(texts[index]))
-        if position in strength and index not in stated and answers:
+        if (
+            position in strength
+            and index not in stated
+            and group.header
+            and (salience or index in valued or _names_an_id(texts[index]))
+        ):
             task_of[index] = strength[position] + TASK_SALIENT_WEIGHT * bool(salience)
         score_of[index] = (
             BM25_WEIGHT * scores.get(position, 0.0) / top
