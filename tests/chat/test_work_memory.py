@@ -487,8 +487,8 @@ def _passes(entries: list[Entry], task: str, valued: frozenset[int] = frozenset(
     work, _ = collect(entries, 1)
     candidates = list(range(len(work.texts)))
     costs = {i: METER.count(work.texts[i] + "\n") for i in candidates}
-    copies = [1] * len(work.texts)
-    leaders, on_task, _ = _ranked(work, candidates, costs, copies, task, "", set(), None, valued)
+    bonus = [0.0] * len(work.texts)
+    leaders, on_task, _ = _ranked(work, candidates, costs, bonus, task, "", set(), None, valued)
     return [work.texts[i] for i in leaders], [work.texts[i] for i in on_task]
 
 

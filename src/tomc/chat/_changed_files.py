@@ -54,7 +54,7 @@ _SHELL_WRITES = (
 def _arguments(call: ToolCall) -> tuple[dict[str, object] | None, str]:
     try:
         parsed = json.loads(call.arguments)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None, call.arguments
     return (parsed if isinstance(parsed, dict) else None), call.arguments
 

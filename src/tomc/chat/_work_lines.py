@@ -3,8 +3,9 @@
 A tool output line without its origin is ambiguous ("42", "OK", a line of code from which
 file?), so the work memory reads a stretch of work as groups: a call (its number, tool and
 arguments, shortened for a header) with its output lines, or the agent's own text. This module
-reads them (:func:`collect`), tells which copy of a line is the newest, names what a call
-touched and which lines make up a traceback; :mod:`.work_memory` ranks and renders them.
+reads them (:func:`collect`), names what a call touched and which lines make up a traceback;
+:mod:`._worked_on` tells which lines the agent works on, :mod:`._work_memory` ranks and renders
+them.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ __all__ = [
     "cut",
     "distinct_arguments",
     "line_key",
-    "newest_copies",
-    "origin_of",
     "paths_in",
+    "quoted_lines_of",
     "short_arguments",
     "traceback_lines_of",
 ]
@@ -65,6 +65,7 @@ class Group:
     distinct: str = ""  # the arguments without what all calls of the tool share
     logged: str = ""  # the arguments as the action log shows them
     touched: str = ""  # the paths its arguments name, in order
+    quotes: frozenset[str] = frozenset()  # keys of the lines its arguments quote
 
 
 def short_arguments(call: ToolCall, limit: int = MAX_HEADER_ARGS) -> str:
@@ -72,7 +73,7 @@ def short_arguments(call: ToolCall, limit: int = MAX_HEADER_ARGS) -> str:
     arguments = call.arguments.strip()
     try:
         parsed = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         parsed = None
     if isinstance(parsed, dict) and len(parsed) == 1:
         (value,) = parsed.values()
@@ -92,6 +93,36 @@ def short_arguments(call: ToolCall, limit: int = MAX_HEADER_ARGS) -> str:
             arguments = " ".join(shown)
     arguments = _SPACE.sub(" ", arguments).strip()
     return cut(arguments, limit)
+
+
+#: A line an argument quotes is one this long at least (``return None`` says nothing).
+MIN_QUOTED_CHARACTERS = 12
+
+
+def quoted_lines_of(call: ToolCall) -> frozenset[str]:
+    """The keys (:func:`line_key`) of the lines a call's arguments hold: the old text of an
+    edit, a patch, a script that prints or patches code, a heredoc. Arguments that are not
+    JSON (a custom tool's text) are read as they are."""
+    try:
+        parsed = json.loads(call.arguments)
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+        parsed = call.arguments
+    keys: set[str] = set()
+    stack = [parsed]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            for line in value.splitlines():
+                # A patch's lines (Codex's apply_patch, a diff) carry a marker before the text.
+                marked = line.startswith(("-", "+"))
+                for key in (line_key(line), line_key(line[1:]) if marked else ""):
+                    if len(key) >= MIN_QUOTED_CHARACTERS:
+                        keys.add(key)
+    return frozenset(keys)
 
 
 def cut(text: str, limit: int) -> str:
@@ -219,6 +250,7 @@ def collect(entries: Sequence[Entry], first_call_number: int) -> tuple[Work, lis
                     number=number,
                     tool=call.name or "tool",
                     arguments=short_arguments(call),
+                    quotes=quoted_lines_of(call),
                 )
             )
             work.calls += 1
@@ -236,40 +268,6 @@ def collect(entries: Sequence[Entry], first_call_number: int) -> tuple[Work, lis
                 where = next(iter(PATH.findall(groups[group].arguments)), "")
                 outputs.append(Output(groups[group].number, lines, indices, where))
     return work, outputs
-
-
-def newest_copies(
-    texts: Sequence[str], later_text: str, origins: Sequence[str]
-) -> tuple[list[bool], list[int]]:
-    """Newest copy wins: a line shown again later (here or after the memory) is superseded.
-
-    Also returns, for each line, from how many different origins (see :func:`origin_of`) its
-    text came: the same command run again (a test suite) does not make its lines repeats.
-    """
-    later_keys = {line_key(line) for line in later_text.splitlines() if line.strip()}
-    keys = [line_key(text) for text in texts]
-    seen_in: dict[str, set[str]] = {}
-    for key, origin in zip(keys, origins, strict=True):
-        seen_in.setdefault(key, set()).add(origin)
-    times = {key: len(found) for key, found in seen_in.items()}
-    seen: set[str] = set()
-    alive = [False] * len(texts)
-    for index in range(len(texts) - 1, -1, -1):
-        key = keys[index]
-        if key in seen or key in later_keys:
-            continue
-        seen.add(key)
-        alive[index] = True
-    return alive, [times[key] for key in keys]
-
-
-def origin_of(group: Group) -> str:
-    """What produced a line: its call's arguments as the header shows them (the part after
-    ``[call N tool]``, which numbers each call), or the agent's text at its place."""
-    if not group.header:
-        return f"text {group.order}"
-    # The header's number differs between runs of one command: compare what follows it.
-    return group.header.split("] ", 1)[-1] if "] " in group.header else group.header
 
 
 def traceback_lines_of(work: Work) -> dict[int, int]:

@@ -55,12 +55,11 @@ from ._work_lines import (
     collect,
     cut,
     line_key,
-    newest_copies,
-    origin_of,
     paths_in,
     traceback_lines_of,
 )
 from ._work_values import LATER, STRONG_KEY_MATCH, read_work_values, values_section
+from ._worked_on import line_signals, place
 
 __all__ = [
     "FRAMING",
@@ -73,20 +72,14 @@ __all__ = [
 MAX_CHANGED_FILES = 40
 #: How a candidate line is ranked: its BM25 score against the task and the latest step (scaled
 #: to the best line's), plus how recent its call is (0 for the oldest, 1 for the newest), plus a
-#: bonus when its call touches a file the latest step works on. The weights were chosen on the
-#: real trajectories of benchmarks/agent_replay.py: without the recency term the memory kept
+#: bonus when its call touches a file the latest step works on, plus the bonus of a line the
+#: agent re-read or quoted (:mod:`._worked_on`). The weights were chosen on the real
+#: trajectories of benchmarks/agent_replay.py: without the recency term the memory kept
 #: clearly less of the patch evidence than sliding truncation; more weight than 3 changed
-#: nothing. A line shown by ``n`` calls with different arguments (as their headers show them)
-#: gets ``REPEAT_WEIGHT * (1 - 1/n)``: the lines an agent re-reads are the code it is working
-#: on, while a command run again (a test suite) repeats its output without meaning it. On the
-#: replay (``python -m benchmarks.agent_replay``) this kept 97.1% / 100% / 100% of the patch
-#: evidence at 16K / 24K / 32K against 95.8% / 99.6% / 100% without it, billed input within
-#: 0.2%; in ablations at 16K, counting every copy kept 97.3% (with stale test output ranked
-#: up) and weights of 1.5 or 2 kept slightly less.
+#: nothing.
 BM25_WEIGHT = 1.0
 RECENCY_WEIGHT = 3.0
 FOCUS_WEIGHT = 1.0
-REPEAT_WEIGHT = 1.0
 #: Lines of a tool's output that hold at least this share of the words of one of the task's
 #: requests (weighted by rarity, :func:`tomc._core.retrieval.clause_coverage`), or score this
 #: share of the best BM25 match of the whole task, and can answer (they hold a value, name an id
@@ -163,17 +156,16 @@ def build_work_memory(
     """
     header += _changed_line(entries)
     work, outputs = collect(entries, first_call_number)
-    origins = [origin_of(work.groups[group]) for group in work.owner]
-    alive, copies = newest_copies(work.texts, later_text, origins)
-    focus_text = _focus_text(focus)
-    left = budget - count(header)
-    _place(work.groups, paths_in(focus_text))
-    log = plan_log(work.groups, count, left, compact=left < FULL_EXTRAS_ROOM)
-    left -= log.reserved
     before: Work | None = None
     before_outputs: list[Output] = []
     if earlier is not None:
         before, before_outputs = collect(earlier[0], earlier[2])
+    signals = line_signals(work, later_text, before, (c for e in focus for c in e.calls))
+    focus_text = _focus_text(focus)
+    left = budget - count(header)
+    place(work.groups, paths_in(focus_text))
+    log = plan_log(work.groups, count, left, compact=left < FULL_EXTRAS_ROOM)
+    left -= log.reserved
     values = read_work_values(outputs, later_text, earlier=before_outputs)
     shown_before = earlier[1] if earlier is not None else ""
     # A small memory spends its room on the work the agent is on; the extras grow with it.
@@ -190,7 +182,7 @@ def build_work_memory(
         if brought:
             left -= cost
             header = f"{header}\n{brought}"
-    candidates = [index for index in range(len(work.texts)) if alive[index]]
+    candidates = [index for index in range(len(work.texts)) if signals.alive[index]]
     notes = {i: note for i in candidates if (note := values.stale_note(i, _label))}
     costs = {
         index: count(work.texts[index] + "\n")
@@ -205,7 +197,7 @@ def build_work_memory(
         work,
         candidates,
         costs,
-        copies,
+        signals.bonus,
         task,
         focus_text,
         stated,
@@ -306,24 +298,11 @@ def _label(call: int) -> str:
     return f"(call {call})" if call > 0 else "(a tool output)"
 
 
-def _place(groups: Sequence[Group], focus_paths: set[str]) -> None:
-    """Each group's recency and focus: a file keeps being worked on after its last read, so a
-    call's recency is that of the newest call touching any of the same files."""
-    touched: dict[str, int] = {}
-    group_paths = [paths_in(group.header) for group in groups]
-    for group, paths in zip(groups, group_paths, strict=True):
-        for path in paths:
-            touched[path] = group.order
-    for group, paths in zip(groups, group_paths, strict=True):
-        group.focus = bool(focus_paths & paths)
-        group.recency = max([group.order, *(touched[path] for path in paths)])
-
-
 def _ranked(
     work: Work,
     candidates: list[int],
     costs: dict[int, int],
-    copies: Sequence[int],
+    bonus: Sequence[float],
     task: str,
     focus_text: str,
     stated: set[int],
@@ -358,7 +337,7 @@ def _ranked(
             BM25_WEIGHT * scores.get(position, 0.0) / top
             + RECENCY_WEIGHT * group.order / span
             + (FOCUS_WEIGHT if group.focus else 0.0)
-            + REPEAT_WEIGHT * (1.0 - 1.0 / copies[index])
+            + bonus[index]
             + salience
         )
     leaders = {
