@@ -11,7 +11,7 @@ from tomc.chat._conversation import ASSISTANT, TOOL, Entry, ToolCall, ToolOutput
 from tomc.chat._meter import meter_for
 from tomc.chat._work_lines import collect, quoted_lines_of
 from tomc.chat._work_memory import build_work_memory
-from tomc.chat._worked_on import QUOTED_WEIGHT, REPEAT_WEIGHT, line_signals
+from tomc.chat._worked_on import QUOTED_WEIGHT, REPEAT_WEIGHT, line_signals, place
 
 METER = meter_for("o200k_base")
 OLD = "            args = () if kwargs else match.groups()"
@@ -119,3 +119,9 @@ def test_a_small_block_keeps_the_old_line_the_agent_patched_over_newer_code():
     assert OLD in quoting
     assert sum(f"line_{i} =" in quoting for i in range(12)) < 12  # the room was tight
     assert OLD not in memory("src = src.replace(old, new)")  # recency alone keeps the newer
+
+
+def test_a_call_that_touches_a_file_the_latest_step_works_on_is_in_focus():
+    work, _ = collect(bash(0, "cat src/app.py", "x = 1") + bash(1, "cat src/db.py", "y = 2"), 1)
+    place(work.groups, {"src/app.py"})
+    assert [group.focus for group in work.groups if group.number] == [True, False]

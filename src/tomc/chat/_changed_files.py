@@ -17,7 +17,6 @@ A path is kept as the call wrote it; the order is that of the first change, each
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 
@@ -52,10 +51,7 @@ _SHELL_WRITES = (
 
 
 def _arguments(call: ToolCall) -> tuple[dict[str, object] | None, str]:
-    try:
-        parsed = json.loads(call.arguments)
-    except (ValueError, TypeError, RecursionError):
-        return None, call.arguments
+    parsed = call.parsed_arguments()
     return (parsed if isinstance(parsed, dict) else None), call.arguments
 
 

@@ -8,6 +8,7 @@ an item can be compiled at all, and a token count. Everything here is pure.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,14 @@ class ToolCall:
     id: str
     name: str
     arguments: str
+
+    def parsed_arguments(self) -> object | None:
+        """The arguments read as JSON; ``None`` when they are not JSON (a custom tool's text) or
+        nest deeper than the parser goes (``json`` raises ``RecursionError`` there)."""
+        try:
+            return json.loads(self.arguments)
+        except (ValueError, TypeError, RecursionError):
+            return None
 
 
 @dataclass(frozen=True, slots=True)

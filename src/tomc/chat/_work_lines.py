@@ -10,7 +10,6 @@ them.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,7 +54,6 @@ class Group:
     header: str  # "" for the agent's free text
     order: int
     lines: list[int]
-    recency: int = 0
     focus: bool = False
     header_cost: int = 0
     kept: int = 0
@@ -71,10 +69,7 @@ class Group:
 def short_arguments(call: ToolCall, limit: int = MAX_HEADER_ARGS) -> str:
     """The call's arguments for a header: a lone string argument as itself, else as sent."""
     arguments = call.arguments.strip()
-    try:
-        parsed = json.loads(arguments)
-    except (ValueError, RecursionError):
-        parsed = None
+    parsed = call.parsed_arguments()
     if isinstance(parsed, dict) and len(parsed) == 1:
         (value,) = parsed.values()
         if isinstance(value, str):
@@ -103,12 +98,9 @@ def quoted_lines_of(call: ToolCall) -> frozenset[str]:
     """The keys (:func:`line_key`) of the lines a call's arguments hold: the old text of an
     edit, a patch, a script that prints or patches code, a heredoc. Arguments that are not
     JSON (a custom tool's text) are read as they are."""
-    try:
-        parsed = json.loads(call.arguments)
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
-        parsed = call.arguments
+    parsed = call.parsed_arguments()
     keys: set[str] = set()
-    stack = [parsed]
+    stack = [call.arguments if parsed is None else parsed]
     while stack:
         value = stack.pop()
         if isinstance(value, dict):

@@ -3,9 +3,9 @@
 Recency alone says that the newest calls matter most. What an agent did says more about a
 line: it read the same line again from another command (the code it is on, not a test suite
 run twice), a later call quotes the line in its arguments (the old text of an edit, a script
-that patches or prints it), or a newer call touched the same file (it is still working on it).
-:func:`place` sets each call's recency and focus; :func:`line_signals` gives each line whether
-it is the newest copy of its text and its bonus for the first two. The work memory
+that patches or prints it), or its call touches a file the latest step works on.
+:func:`line_signals` gives each line whether it is the newest copy of its text and its bonus
+for the first two; :func:`place` marks the calls of the third. The work memory
 (:mod:`._work_memory`) adds them to a line's score.
 """
 
@@ -103,13 +103,6 @@ def origin_of(group: Group) -> str:
 
 
 def place(groups: Sequence[Group], focus_paths: set[str]) -> None:
-    """Each group's recency and focus: a file keeps being worked on after its last read, so a
-    call's recency is that of the newest call touching any of the same files."""
-    touched: dict[str, int] = {}
-    group_paths = [paths_in(group.header) for group in groups]
-    for group, paths in zip(groups, group_paths, strict=True):
-        for path in paths:
-            touched[path] = group.order
-    for group, paths in zip(groups, group_paths, strict=True):
-        group.focus = bool(focus_paths & paths)
-        group.recency = max([group.order, *(touched[path] for path in paths)])
+    """Each group's focus: whether its call touches a file the latest step works on."""
+    for group in groups:
+        group.focus = bool(focus_paths & paths_in(group.header))
