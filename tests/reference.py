@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from tomc._core.lexicon import CJK_CHAR, WORD_PATTERN, inflections, stem, word_tokens
 from tomc._core.operations import Copy, Relation, Set
 from tomc._core.result import UNKNOWN
+from tomc.chat._action_log import LoggedCall, folded
 
 
 def reference_state(
@@ -367,3 +368,29 @@ def reference_mentions(texts: Sequence[str], name: str) -> list[int]:
                 found.append(unit)
                 break
     return found
+
+
+def reference_split_cost(
+    groups: Sequence[LoggedCall], group: LoggedCall, count: Callable[[str], int]
+) -> int:
+    """What the action log's cost changes by when ``group`` (keeping no line yet) gets one, by
+    rendering the folded row it sat in (or between) and its two halves and counting them."""
+    if group.header and not group.number:
+        return 0  # an output without its call has a line of its own already
+
+    def in_row(other: LoggedCall) -> bool:
+        return not other.kept and bool(other.number or not other.header)
+
+    start = end = group.order
+    while start > 0 and in_row(groups[start - 1]):
+        start -= 1
+    while end + 1 < len(groups) and in_row(groups[end + 1]):
+        end += 1
+    row = [g for g in groups[start : end + 1] if g.number]
+    before = [g for g in row if g.order < group.order]
+    after = [g for g in row if g.order > group.order]
+
+    def cost(lines: list[str]) -> int:
+        return count("\n".join(lines) + "\n") if lines else 0
+
+    return cost(folded(before)) + cost(folded(after)) - cost(folded(row))

@@ -22,7 +22,6 @@ __all__ = [
     "LoggedCall",
     "folded",
     "plan_log",
-    "split_cost",
     "summary_line",
     "unkept_log",
     "with_note",
@@ -143,34 +142,6 @@ def unkept_log(groups: Sequence[LoggedCall]) -> list[str]:
             run = []
             lines.append(with_note(group.header, f" (0 of {len(group.lines)} output lines kept)"))
     return lines + folded(run)
-
-
-def split_cost(groups: Sequence[LoggedCall], group: LoggedCall, count: Callable[[str], int]) -> int:
-    """What the log's cost changes by when ``group`` (keeping no line yet) gets one: the row of
-    calls it sat in (or between) is folded in two, and it leaves the row."""
-    if group.header and not group.number:
-        return 0  # an output without its call has a line of its own already
-    start = end = group.order
-    while (
-        start > 0
-        and not groups[start - 1].kept
-        and (groups[start - 1].number or not groups[start - 1].header)
-    ):
-        start -= 1
-    while (
-        end + 1 < len(groups)
-        and not groups[end + 1].kept
-        and (groups[end + 1].number or not groups[end + 1].header)
-    ):
-        end += 1
-    row = [g for g in groups[start : end + 1] if g.number]
-    before = [g for g in row if g.order < group.order]
-    after = [g for g in row if g.order > group.order]
-
-    def cost(lines: list[str]) -> int:
-        return count("\n".join(lines) + "\n") if lines else 0
-
-    return cost(folded(before)) + cost(folded(after)) - cost(folded(row))
 
 
 def folded(run: Sequence[LoggedCall]) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .._core.errors import CounterUnavailableError
@@ -64,13 +65,20 @@ class TokenMeter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        raw = self.counter.count(text)
-        if self.exact:
+        return self._finish(self.counter.count(text), len(text))
+
+    def parts(self) -> tuple[Callable[[str], int], Callable[[int, int], int]]:
+        """``(raw, finish)`` with ``count(text) == finish(raw(text), len(text))``: a text made
+        of parts whose raw counts add up is counted from its parts' raw counts and lengths."""
+        return self.counter.count, self._finish
+
+    def _finish(self, raw: int, chars: int) -> int:
+        if not chars or self.exact:
             return raw
         estimate = math.ceil(raw * self.factor)
         if isinstance(self.counter, LexicalCounter):
             # One lexical token can be a 40-character hash or a whole base64 blob.
-            estimate = max(estimate, math.ceil(len(text) / CHARS_PER_TOKEN_FLOOR))
+            estimate = max(estimate, math.ceil(chars / CHARS_PER_TOKEN_FLOOR))
         return estimate
 
 

@@ -41,9 +41,10 @@ from dataclasses import dataclass
 from .._core.lexicon import query_terms
 from .._core.retrieval import bm25_scores, clause_matches, task_clauses
 from .._core.values import Value
-from ._action_log import folded, plan_log, split_cost, with_note
+from ._action_log import folded, plan_log, with_note
 from ._changed_files import changed_files
 from ._conversation import Entry
+from ._log_cost import FoldedLogCost
 from ._salient import salient
 from ._work_lines import (
     FRAMING,
@@ -425,6 +426,7 @@ def _pack(
     kept: set[int] = set()
     leaders, on_task, ranked = orders
     groups = work.groups
+    folded_log = FoldedLogCost(groups, count) if log else None
 
     def take(order: list[int], room: int) -> int:
         for index in order:
@@ -433,11 +435,15 @@ def _pack(
             group = groups[work.owner[index]]
             cost = costs[index]
             if not group.kept:
-                cost += group.header_cost + (split_cost(groups, group, count) if log else 0)
+                cost += group.header_cost
+                if folded_log is not None:
+                    cost += folded_log.split_cost(group)
             if cost <= room:
                 room -= cost
                 kept.add(index)
                 group.kept += 1
+                if folded_log is not None and group.kept == 1:
+                    folded_log.keep(group)
         return room
 
     # Each request's answer first, then the other strong lines.
