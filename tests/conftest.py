@@ -14,6 +14,11 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+# The gateway's rebuild deadline makes what a request sends depend on the machine's speed; the
+# suite compares bytes, so its gateways (and the processes they start) decide without one, and
+# the deadline's own tests set it (tests/gateway/proxy/test_app.py, tests/chat/test_deadline.py).
+os.environ.setdefault("TOMC_COMPILE_DEADLINE_S", "off")
+
 from redis_server import RedisServer, running_redis
 from windows_runtime import tolerate_wine_keepalive_options
 

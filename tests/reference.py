@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable, Collection, Sequence
 
 from tomc._core.lexicon import CJK_CHAR, WORD_PATTERN, inflections, stem, word_tokens
@@ -394,3 +395,12 @@ def reference_split_cost(
         return count("\n".join(lines) + "\n") if lines else 0
 
     return cost(folded(before)) + cost(folded(after)) - cost(folded(row))
+
+
+#: What stands out in a line, as one pattern of every kind (the fast twin searches each kind
+#: behind what it cannot match without).
+REFERENCE_SALIENT = re.compile(
+    r"\b(?:ERROR|WARN(?:ING)?|FATAL|CRITICAL|FAIL(?:ED|URE)?|Traceback|Exception|panic)\b"
+    r"|\b[A-Za-z]+Error\b|^\s*File \"|https?://|\b[A-Z][A-Z0-9]+-\d+\b|\b[0-9a-f]{10,}\b"
+    r"|[\w.-]==?\d|\b[vV]?\d+\.\d+\.\d+\b"
+)

@@ -314,11 +314,18 @@ def test_other_passthrough_reasons(monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("kernel bug")
 
+    # A compiler that fails sends the safe compaction, within the window, never the whole
+    # history (which would go over it).
     failing = small_window_session(plain, compiler=explode, keep_recent_messages=1)
     sent, decision = failing.prepare(model="m", messages=plain)
-    assert sent is plain and decision.code == "compile_error"
-    assert "compilation failed (RuntimeError: kernel bug)" in decision.reason
-    assert failing.rebuilds == 0
+    assert decision.code == "safe_compaction" and decision.action == "compiled"
+    assert "the compiler failed (RuntimeError)" in decision.reason
+    assert decision.tokens_after < decision.tokens_before
+    assert decision.tokens_after <= decision.effective_window - decision.output_reserve
+    memory = next(m["content"] for m in sent if "(safe compaction)" in str(m["content"]))
+    assert "the memory could not be compiled because the compiler failed (RuntimeError)" in memory
+    assert any(m["content"][:40] in memory for m in plain[1:-1])  # the newest turns, a line each
+    assert failing.rebuilds == 1
 
 
 def test_backoff_once_at_50_and_once_at_90_percent():

@@ -12,6 +12,10 @@ CODES: dict[str, str] = {
     # rewritten
     "compiled": "old history or finished work was compiled into memory (a prefix-cache miss)",
     "reused": "the frozen memory was sent again; the prefix is unchanged",
+    "safe_compaction": (
+        "the memory could not be compiled (the compiler failed, or not within the deadline), so "
+        "the safe compaction went out: every call named, the tools' output left out"
+    ),
     # sent unchanged
     "fits": "the request fits the window; nothing is rewritten",
     "unknown_model": "no profile, no deployment_context_limit and no context_target",
@@ -21,7 +25,6 @@ CODES: dict[str, str] = {
     "backoff": "a context-size hint first crossed a back-off threshold",
     "unsupported_content": "content that cannot be compiled (image, file, unknown item) would be",
     "no_shrink": "the compiled request would not be smaller",
-    "compile_error": "the compiler failed; the request went out unchanged",
     "nothing_to_compile": "everything left is protected (task, recent tail, pending protocol)",
     "no_task": "there is no user message and no task was given",
     "invalid_request": "the request is not a shape the dialect can read",

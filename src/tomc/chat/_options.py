@@ -104,6 +104,7 @@ class SessionOptions:
     payback_requests: int = 4
     compile_floor: int = 32_000
     memory_floor: int = 8192
+    compile_deadline_s: float | None = None
 
     def __post_init__(self) -> None:
         check_choice("refresh_policy", self.refresh_policy, POLICIES)
@@ -115,6 +116,11 @@ class SessionOptions:
         check_choice("cost_policy", self.cost_policy, COST_POLICIES)
         if self.cache_ttl_s is not None:
             self._set("cache_ttl_s", check_seconds("cache_ttl_s", self.cache_ttl_s))
+        if self.compile_deadline_s is not None:
+            deadline = check_seconds("compile_deadline_s", self.compile_deadline_s)
+            if not deadline:
+                raise InvalidOptionError("compile_deadline_s must be > 0 (None: no deadline)")
+            self._set("compile_deadline_s", deadline)
         if not 0 <= self.max_overshoot < 1:
             raise InvalidOptionError(f"max_overshoot must be in [0, 1), not {self.max_overshoot}")
         if isinstance(self.payback_requests, bool) or not isinstance(self.payback_requests, int):

@@ -175,6 +175,9 @@ class RequestPlan:
     #: The largest prompt the rebuild request may leave within its allowance (the cost
     #: account's ``ceiling``): a memory floor deeper goals leave in place stays below it.
     ceiling: int | None = None
+    #: Set when this request's memory is the safe compaction (:mod:`._safe_memory`): why the
+    #: work memory could not be compiled for it ("in time (...)").
+    safe_why: str | None = None
 
     @property
     def model(self) -> Any:

@@ -21,7 +21,7 @@ from ._blocks import plan_append
 from ._conversation import Entry
 from ._items import read_item
 from ._layout import HISTORY, WORK, Layout, Region, plan_layout
-from ._memory import CONTINUED_PREFIX, EarlierWork, build_region_memory
+from ._memory import CONTINUED_PREFIX, EarlierWork, RegionMemory, build_region_memory
 from ._meter import ITEM_OVERHEAD
 from ._options import SessionOptions
 from ._plan import (
@@ -34,6 +34,7 @@ from ._plan import (
     view_entries,
 )
 from ._plan import view as build_view
+from ._safe_memory import safe_memory, safe_why
 from ._state import ConversationState, FrozenMemory, covered_digest
 from .dialects import Dialect, PassThrough
 
@@ -45,6 +46,8 @@ logger = logging.getLogger("tomc.chat")
 WHOLE_BUILD_HEADROOM = 1.25
 #: Attempts at a smaller memory when a built view still measures over the window.
 _FIT_ATTEMPTS = 3
+#: The strategy of a segment that is the safe compaction (:mod:`._safe_memory`).
+SAFE = "safe"
 
 Built = tuple[tuple[Segment, ...], list[Any], int]
 
@@ -114,7 +117,13 @@ def build(
     )
     state.rebuilds += 1
     kept = prefix_tokens(plan, segments, first_new)
-    return Outcome("compiled", "compiled", why, body, headers, view_tokens, segments, kind, kept)
+    code = "compiled"
+    safe = [segment for segment in segments[first_new:] if segment.strategy == SAFE]
+    if safe:
+        code = "safe_compaction"
+        why = f"{why}; the memory could not be compiled {safe_why(safe[0].text)}: the safe "
+        why += "compaction went out (every call named, the tools' output left out)"
+    return Outcome("compiled", code, why, body, headers, view_tokens, segments, kind, kept)
 
 
 def headroom(options: SessionOptions, plan: RequestPlan, *, whole: bool = False) -> int:
@@ -354,27 +363,40 @@ def _compile(
     # smaller by the excess. The segment's tokens never exceed its budget.
     framing = read_item(dialect, meter, dialect.memory_item("", role), 0).tokens
     text_budget = max(0, budget - framing)
+    first_call = 1 + sum(len(e.calls) for e in entries[: region.start])
+    safe_why = plan.safe_why
     for _ in range(3):
-        try:
-            memory = build_region_memory(
+        memory = None
+        if safe_why is None:
+            try:
+                memory = build_region_memory(
+                    entries[region.start : region.end],
+                    kind=region.kind,
+                    task=task,
+                    focus=focus,
+                    later=entries[region.end :],
+                    budget=text_budget,
+                    meter=meter,
+                    strategy=options.strategy,
+                    compiler=options.compiler,
+                    first_call_number=first_call,
+                    continued=continued,
+                    earlier=earlier,
+                )
+            except Exception as exc:
+                # The request must still go out, and within its window: the safe compaction
+                # (every call named, no output) instead of the whole history.
+                logger.warning("compilation failed; the safe compaction goes out", exc_info=True)
+                safe_why = f"because the compiler failed ({type(exc).__name__})"
+        if memory is None:
+            text = safe_memory(
                 entries[region.start : region.end],
-                kind=region.kind,
-                task=task,
-                focus=focus,
-                later=entries[region.end :],
+                why=safe_why or "",
                 budget=text_budget,
-                meter=meter,
-                strategy=options.strategy,
-                compiler=options.compiler,
-                first_call_number=1 + sum(len(e.calls) for e in entries[: region.start]),
-                continued=continued,
-                earlier=earlier,
+                count=meter.count,
+                first_call_number=first_call,
             )
-        except Exception as exc:  # fail open: the caller's request must still go out
-            logger.warning("compilation failed; passing through", exc_info=True)
-            raise PassThrough(
-                "compile_error", f"{why}; compilation failed ({type(exc).__name__}: {exc})"
-            ) from exc
+            memory = RegionMemory(text, SAFE)
         item = dialect.memory_item(memory.text, role)
         entry = read_item(dialect, meter, item, region.start)
         if entry.tokens <= budget or text_budget == 0:

@@ -24,14 +24,15 @@ from typing import Any
 from .._core.errors import InvalidOptionError
 from ._account import assess, cache_miss, charge
 from ._client import acall, call
+from ._deadline import RebuildClock
 from ._decision import Decision
 from ._meter import learned_factor
 from ._native import NativeEvent, read_native_event
 from ._options import THINKING_PREFIX, SessionOptions, check_choice
 from ._plan import PreparedRequest
-from ._policy import Caches, decide, plan_request
+from ._policy import Caches, plan_request
 from ._profiles import ModelProfile, ProfileTable
-from ._state import ConversationState
+from ._state import ConversationState, FrozenMemory
 from .dialects import CachePricing, Dialect, dialect_for
 from .dialects._base import cached_size, prompt_size
 
@@ -99,6 +100,7 @@ class AutomaticChatSession:
         payback_requests: int = 4,
         compile_floor: int = 32_000,
         memory_floor: int = 8192,
+        compile_deadline_s: float | None = None,
         options: SessionOptions | None = None,
     ) -> None:
         keywords = {
@@ -128,6 +130,7 @@ class AutomaticChatSession:
             "payback_requests": payback_requests,
             "compile_floor": compile_floor,
             "memory_floor": memory_floor,
+            "compile_deadline_s": compile_deadline_s,
         }
         if options is None:
             options = SessionOptions(**keywords)
@@ -144,6 +147,7 @@ class AutomaticChatSession:
         self._state = ConversationState()
         self._caches = Caches(options)
         self._lock = threading.RLock()
+        self._clock = RebuildClock()
 
     # ----------------------------------------------------------------- public surface
 
@@ -337,7 +341,7 @@ class AutomaticChatSession:
                 if plan.tokens_before > 0
                 else None
             )
-            outcome = decide(self.options, state, plan, verdict)
+            outcome = self._clock.decide(self.options, state, plan, verdict, self._install_late)
             if verdict is not None:
                 charge(state.account, verdict, plan, outcome, now)
             if outcome.code == "agent_compaction":
@@ -367,6 +371,27 @@ class AutomaticChatSession:
             account.direct,
         )
         return PreparedRequest(outcome.body, decision, outcome.headers)
+
+    def _install_late(
+        self,
+        original: ConversationState,
+        started: FrozenMemory | None,
+        rebuilds: int,
+        trial: ConversationState,
+        took_s: float,
+    ) -> None:
+        """A rebuild that missed its deadline finished (``trial`` holds its memory): it
+        becomes the frozen memory unless the conversation moved on since it started."""
+        with self._lock:
+            state = self._state
+            if state is not original or state.frozen is not started or state.rebuilds != rebuilds:
+                logger.info(
+                    "a late rebuild finished after %.1f s; not used (the conversation moved on)",
+                    took_s,
+                )
+                return
+            state.frozen, state.rebuilds = trial.frozen, trial.rebuilds
+        logger.info("a late rebuild finished after %.1f s; the next request uses it", took_s)
 
     def observe_usage(self, usage: Any) -> None:
         """Record the provider's prompt size (an int, usage object or mapping) of the last request.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,11 +31,13 @@ from dialect_fixtures import (
 )
 from fake_providers import FakeProvider, ProviderError, Reply, Usage
 from tomc._gateway.agents.limits import claude_code_limit
+from tomc._gateway.proxy import options as gateway_options
 from tomc._gateway.proxy.app import Gateway, create_gateway_app, new_session
+from tomc._gateway.proxy.options import COMPILE_DEADLINE_S, DEADLINE_ENV, compile_deadline
 from tomc._gateway.proxy.store.memory import MemorySessionStore
 from tomc._gateway.settings import GatewaySettings, save_settings
 from tomc._http.server import AppServer
-from tomc.chat import AutomaticChatSession
+from tomc.chat import AutomaticChatSession, SessionOptions, _memory
 from tomc.chat.dialects import DIALECTS
 
 SECRET = "sk-ant-secret-4242"
@@ -249,6 +252,41 @@ def test_a_client_that_leaves_mid_stream_closes_the_upstream_stream(fake):
         assert len(fake.last.sent) == stopped_at and not fake.last.complete
 
 
+def test_a_rebuild_past_the_deadline_goes_out_safe_and_is_counted(fake, monkeypatch):
+    build, release = _memory.build_region_memory, threading.Event()
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        release.wait(10)  # a compile made slow on purpose
+        return build(*args, **kwargs)
+
+    deadline = SessionOptions(min_recent_messages=0, compile_deadline_s=0.3)
+    monkeypatch.setattr(gateway_options, "SESSION_OPTIONS", deadline)
+    monkeypatch.setattr("tomc.chat._rebuild.build_region_memory", slow)
+    body = chat_agent_request(14)
+    limit = window_for("chat", body) - 4096
+    with gateway_on(fake, context_target=limit) as (base, gateway):
+        client = openai_client(base)
+        client.chat.completions.create(**body)
+        assert b"(safe compaction)" in fake.last.raw  # in time, within the window
+        release.set()
+        for thread in threading.enumerate():
+            if thread.name == "tomc-rebuild":
+                thread.join(30)
+        client.chat.completions.create(**body)  # the late rebuild's memory, reused
+        assert b"(safe compaction)" not in fake.last.raw and b"[TOMC memory" in fake.last.raw
+    conversation = gateway.status()["conversations"][0]
+    assert conversation["decisions"] == {"reused": 1, "safe_compaction": 1}
+
+
+def test_the_gateway_deadline_reads_its_environment(caplog):
+    assert compile_deadline({}) == COMPILE_DEADLINE_S == 1.0
+    assert compile_deadline({DEADLINE_ENV: "2.5"}) == 2.5
+    assert compile_deadline({DEADLINE_ENV: "off"}) is None
+    with caplog.at_level(logging.WARNING):
+        assert compile_deadline({DEADLINE_ENV: "soon" * 1000}) == COMPILE_DEADLINE_S
+    assert DEADLINE_ENV in caplog.text and len(caplog.text) < 400
+
+
 def test_a_fault_inside_tomc_forwards_the_original_request(fake, monkeypatch):
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("kernel bug")
@@ -260,13 +298,13 @@ def test_a_fault_inside_tomc_forwards_the_original_request(fake, monkeypatch):
     with gateway_on(fake, context_target=limit) as (base, gateway):
         client = openai_client(base)
         monkeypatch.setattr("tomc.chat._rebuild.build_region_memory", explode)
-        client.chat.completions.create(**body)  # the compiler fails: the session fails open
-        assert fake.last.raw == original
+        client.chat.completions.create(**body)  # the compiler fails: the safe compaction
+        assert b"(safe compaction)" in fake.last.raw and len(fake.last.raw) < len(original)
         monkeypatch.setattr(AutomaticChatSession, "prepare_request", explode)
         client.chat.completions.create(**body)  # the session itself fails: the gateway does
         assert fake.last.raw == original
     conversation = gateway.status()["conversations"][0]
-    assert conversation["decisions"] == {"compile_error": 1, "gateway_error": 1}
+    assert conversation["decisions"] == {"safe_compaction": 1, "gateway_error": 1}
     assert conversation["gateway_errors"] == 1
 
 

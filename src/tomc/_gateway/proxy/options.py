@@ -8,6 +8,8 @@ gives the context target that follows for it.
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -18,11 +20,14 @@ from ..agents.limits import request_limit
 from ..settings import TARGET_OFF, GatewaySettings, parse_context_target
 
 __all__ = [
+    "COMPILE_DEADLINE_S",
+    "DEADLINE_ENV",
     "OWN_PREFIX",
     "SESSION_OPTIONS",
     "TARGET_HEADER",
     "THINKING_HEADER",
     "RequestOptions",
+    "compile_deadline",
     "new_session",
     "warm_up",
 ]
@@ -41,7 +46,38 @@ THINKING_HEADER = "x-tomc-thinking-prefix"
 #: reach running conversations too. An agent's recent steps may be shortened to the latest turn when
 #: its tool outputs are big: otherwise each request right after a build would rebuild (a cache
 #: miss each).
-SESSION_OPTIONS = SessionOptions(min_recent_messages=0)
+#: How long a rebuild may hold up the agent's request (a whole build of a resumed long session
+#: reads every message): past it, the request goes out with the safe compaction and the rebuild
+#: finishes off the request path for the next request (``compile_deadline_s`` of
+#: :class:`~tomc.chat.SessionOptions`). :data:`DEADLINE_ENV` (seconds, or ``off``) overrides it.
+COMPILE_DEADLINE_S = 1.0
+DEADLINE_ENV = "TOMC_COMPILE_DEADLINE_S"
+
+
+def compile_deadline(environ: Mapping[str, str] = os.environ) -> float | None:
+    """The gateway's rebuild deadline: :data:`DEADLINE_ENV` when set (``off``: none), else
+    :data:`COMPILE_DEADLINE_S`."""
+    raw = environ.get(DEADLINE_ENV, "").strip()
+    if not raw:
+        return COMPILE_DEADLINE_S
+    if raw.lower() in ("off", "none", "0"):
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        logger.warning(
+            "%s=%r is not a number of seconds > 0 or 'off'; using %g s",
+            DEADLINE_ENV,
+            raw[:40],
+            COMPILE_DEADLINE_S,
+        )
+        return COMPILE_DEADLINE_S
+    return seconds
+
+
+SESSION_OPTIONS = SessionOptions(min_recent_messages=0, compile_deadline_s=compile_deadline())
 
 
 def new_session() -> AutomaticChatSession:
