@@ -279,7 +279,7 @@ def test_a_rebuild_past_the_deadline_goes_out_safe_and_is_counted(fake, monkeypa
 
 
 def test_the_gateway_deadline_reads_its_environment(caplog):
-    assert compile_deadline({}) == COMPILE_DEADLINE_S == 1.0
+    assert compile_deadline({}) == COMPILE_DEADLINE_S == 2.0
     assert compile_deadline({DEADLINE_ENV: "2.5"}) == 2.5
     assert compile_deadline({DEADLINE_ENV: "off"}) is None
     with caplog.at_level(logging.WARNING):
