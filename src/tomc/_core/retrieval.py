@@ -476,18 +476,19 @@ def _clause_shares(
     idf = {t: math.log(1.0 + (count - df.get(t, 0) + 0.5) / (df.get(t, 0) + 0.5)) for t in terms}
     # Each term adds its idf to the clauses it is in, so a line costs its own words times the
     # clauses each is in, not every clause of the task (a long task has dozens).
-    totals = [sum(idf[t] for t in set(clause)) for clause in clauses]
+    # Floats summed in a fixed order: a set's order follows each process's string-hash salt.
+    totals = [sum(idf[t] for t in dict.fromkeys(clause)) for clause in clauses]
     clauses_of: dict[str, list[int]] = {}
     for number, clause in enumerate(clauses):
         if totals[number] > 0:
-            for term in set(clause):
+            for term in dict.fromkeys(clause):
                 clauses_of.setdefault(term, []).append(number)
-    words_of: dict[int, set[str]] = {}
+    words_of: dict[int, dict[str, None]] = {}
     keys: dict[int, int] = {}
     for index, tf in hits:
         key = segments[index] if segments is not None else index
         keys[index] = key
-        words_of.setdefault(key, set()).update(tf)
+        words_of.setdefault(key, {}).update(dict.fromkeys(tf))
     shares: dict[int, dict[int, float]] = {}
     for key, words in words_of.items():
         sums: dict[int, float] = {}
