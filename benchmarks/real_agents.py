@@ -362,10 +362,9 @@ def run_replay(
     (``tests/agent_cost_replay.py``) with ``overrides`` over the gateway's session options."""
     from dataclasses import replace
 
-    from agent_cost_replay import replay_through_tomc
-    from tomc._gateway.proxy.options import SESSION_OPTIONS
+    from agent_cost_replay import REPLAY_OPTIONS, replay_through_tomc
 
-    options = replace(SESSION_OPTIONS, **overrides)
+    options = replace(REPLAY_OPTIONS, **overrides)
     print(f"## Offline replay of the defaults cells, session options {json.dumps(overrides)}\n")
     print("| agent | session | direct billed | replayed TOMC billed | vs direct | largest prompt |")
     print("|---|---|--:|--:|--:|--:|")
@@ -409,8 +408,7 @@ def fidelity_rows(
     """Direct (recorded), TOMC replayed offline and observation masking replayed offline."""
     from dataclasses import replace
 
-    from agent_cost_replay import replay_masked, replay_through_tomc
-    from tomc._gateway.proxy.options import SESSION_OPTIONS
+    from agent_cost_replay import REPLAY_OPTIONS, replay_masked, replay_through_tomc
 
     direct = recorded_direct(cell, probe, refresh)
     own = f", {direct.compactions} own compaction(s): replays past it not valid" * bool(
@@ -418,7 +416,7 @@ def fidelity_rows(
     )
     rows = [_fidelity_row(cell, f"direct (recorded{own})", direct, direct, 0.0)]
     started = time.monotonic()
-    tomc = replay_through_tomc(direct, replace(SESSION_OPTIONS, **options)).run
+    tomc = replay_through_tomc(direct, replace(REPLAY_OPTIONS, **options)).run
     rows.append(_fidelity_row(cell, "TOMC (offline)", tomc, direct, time.monotonic() - started))
     started = time.monotonic()
     masked = replay_masked(direct).run

@@ -101,8 +101,13 @@ def _replay(direct: RunResult, script: Script, rewrite: Rewrite, mode: str) -> R
     )
 
 
+#: The gateway's options without its rebuild deadline: a replay measures what TOMC sends, the
+#: same on any machine, where a deadline would make it depend on the machine's speed.
+REPLAY_OPTIONS = replace(SESSION_OPTIONS, compile_deadline_s=None)
+
+
 def replay_through_tomc(
-    direct: RunResult, options: SessionOptions = SESSION_OPTIONS
+    direct: RunResult, options: SessionOptions = REPLAY_OPTIONS
 ) -> ReplayResult:
     """``direct``'s model requests, decided by TOMC as the gateway would (with ``options``, the
     gateway's by default), billed by a fresh scripted upstream (see the module docstring)."""
