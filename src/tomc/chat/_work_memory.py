@@ -269,6 +269,8 @@ def _brought_back(
     used = count(BROUGHT_BACK + "\n")
     chosen: dict[int, list[int]] = {}  # group -> work lines
     for p in sorted(strength, key=lambda p: (-strength[p], -p)):
+        if used + lengths[p] > room:
+            continue  # not even without its header (most lines, once the room is full)
         index = candidates[p]
         group = work.owner[index]
         cost = lengths[p] + (0 if group in chosen else count(_short_header(work, group) + "\n"))
