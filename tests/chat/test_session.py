@@ -328,6 +328,19 @@ def test_other_passthrough_reasons(monkeypatch):
     assert failing.rebuilds == 1
 
 
+def test_outputs_with_keys_that_assign_nothing_are_compiled():
+    """Tool outputs with ``NAME =`` and ``FOO=`` lines (an empty value) are compiled: the
+    values reader once raised IndexError on them, and every rebuild went out as the safe
+    compaction instead (issue 48)."""
+    history = agent_history(24)
+    for message in history:
+        if message["role"] == "tool":
+            message["content"] += "\nNAME =\nFOO=\nexport BAR=\nx = '\n\"\n'"
+    sent, decision = small_window_session(history).prepare(model="m", messages=history)
+    assert (decision.action, decision.code) == ("compiled", "compiled"), decision.reason
+    assert not any("(safe compaction)" in str(m["content"]) for m in sent)
+
+
 def test_backoff_once_at_50_and_once_at_90_percent():
     history = agent_history(10)
     tokens = history_tokens(history)

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import codecs
 import json
+import os
+import sysconfig
+from pathlib import Path
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tomc._core.values import (
     SCOPE_KEYS,
     VOLATILE_KEYS,
     Value,
+    ValueHistory,
     is_literal,
     newest_values,
     read_values,
 )
+from tomc.chat._work_lines import Output
+from tomc.chat._work_values import read_work_values
 
 # Keys of settings: not a record's own fields (its time, level, service...), which mean
 # something else to the reader.
@@ -253,3 +260,199 @@ def test_newest_values_is_set_semantics(writes: list[tuple[str, str]]) -> None:
     } == replaced
     # ordered by each key's newest reading
     assert [key for _, key in found] == sorted(current, key=lambda k: current[k][1])
+
+
+# ---- no line fails the reader (issue 48: "No reader can fail a rewrite") --------------------
+
+
+def _check_reading(lines: list[str]) -> None:
+    """Reading ``lines`` raises nothing and gives the documented types."""
+    found = read_values(lines)
+    assert isinstance(found, list)
+    for value in found:
+        assert isinstance(value, Value) and 0 <= value.line < len(lines)
+        fields = (value.key, value.value, value.form, value.scope, value.name)
+        assert all(isinstance(field, str) for field in fields)
+        assert isinstance(is_literal(value.value), bool)
+    histories = newest_values((value, number) for number, value in enumerate(found))
+    assert isinstance(histories, dict)
+    for identity, history in histories.items():
+        assert isinstance(history, ValueHistory)
+        assert identity == (history.current.scope, history.current.key)
+    assert all(isinstance(is_literal(line), bool) for line in lines)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        *("NAME =", "FOO=", "=", " = ", ":", "x = '", '"', "'", "export BAR=", 'NAME = "'),
+        *("FOO='", "x:", "x: ", "k: '", "A = ;", "a = #", '"k":', "'k': ", "X := ", 'X = ""'),
+    ],
+)
+def test_a_key_with_nothing_after_it_or_a_lone_quote_is_no_value(line: str) -> None:
+    """``NAME =`` once raised IndexError (an empty value's first character), and the whole
+    work memory's rebuild failed with it."""
+    found = read_values(["A = 1", line, "B = 2"])
+    assert [(v.key, v.value, v.line) for v in found] == [("A", "1", 0), ("B", "2", 2)]
+
+
+def test_json_nested_past_the_parsers_depth_is_read_as_text() -> None:
+    """json.loads raises RecursionError (not ValueError) past its depth; and a nesting it
+    parses (on Python 3.12+ deeper than the recursion limit) is flattened without recursion."""
+    for depth in (500, 1_500, 6_000, 100_000):
+        line = '{"a": ' + '{"b": ' * depth + "1" + "}" * depth + "}"
+        found = read_values([line, '{"service": "x", "items": ' + "[" * depth + "]" * depth + "}"])
+        assert [(v.key, v.value) for v in found] in ([], [("a" + ".b" * depth, "1")])
+        assert depth > 900 or found
+
+
+_LONG = 100_000
+# Lines that once took hours: a lazy group before white space, or two runs of it in a row, try
+# every split of a long run (`a = x`, 100,000 spaces, `y`: cubic). No clock here (speed goals
+# live in benchmarks): read in linear time they take about 10 ms each, and a pattern that
+# backtracks again does not finish within CI's time, which fails the run.
+_SLOW_SHAPES = [
+    ["a = x" + " " * _LONG + "y"],
+    ["a = x" + " " * _LONG + ";" + " " * _LONG + "y"],
+    ['"a": x' + " " * _LONG + "y"],
+    ["a: x" + " " * _LONG + "y"],
+    ["[a" + " " * _LONG],
+    ["| a | b |", " " * _LONG],
+    ["* * * * * /x" + " " * _LONG + "y"],
+    ["a" + " " * _LONG + "==" + " " * _LONG + "x"],
+    ["a: " + "x " * (_LONG // 2) + "!="],
+    [" " * _LONG],
+]
+
+
+@pytest.mark.parametrize("lines", _SLOW_SHAPES, ids=lambda lines: repr(lines[-1][:12]))
+def test_long_runs_of_white_space_are_read(lines: list[str]) -> None:
+    _check_reading(lines)
+
+
+# Keys, separators and values of the shapes that break readers: empty, a lone quote, a
+# comment mark, brackets, odd white space.
+_ODD = st.sampled_from(
+    [
+        *("", " ", "'", '"', "''", '""', "'x", 'x"', "#", " # c", ";", ",", "{", "[", "[]", "{}"),
+        *("\\", "=", ":", "==", "\t", "\u00a0", "\u2028", "\x00", "null", "*", "|", "@", "-"),
+    ]
+)
+_KEYISH = st.one_of(
+    st.from_regex(r"[A-Za-z_][\w.\-]{0,12}", fullmatch=True),
+    st.sampled_from(["", "-", "export NAME", '"k"', "'k'", "  k", "- k", "[s]", "X-Id"]),
+    st.text(max_size=12),
+)
+_SEPARATOR = st.sampled_from(["=", " =", "= ", " = ", ":", ": ", " : ", ":=", "==", "=\t", "@"])
+_SHAPED = st.builds(
+    lambda key, separator, value: key + separator + value,
+    _KEYISH,
+    _SEPARATOR,
+    st.one_of(_ODD, st.text(max_size=20)),
+)
+# st.text() draws from every category but surrogates; the second from all of them.
+_LINE = st.one_of(_SHAPED, _ODD, st.text(), st.text(st.characters(exclude_categories=())))
+_UNIT = st.one_of(
+    st.sampled_from([" ", "\t", "'", '"', " ,", "a ", "a=", ": ", "[", "{", "|", "-", "* ", "="]),
+    st.text(min_size=1, max_size=4),
+)
+_LONG_LINE = st.builds(
+    lambda head, unit, tail: head + (unit * _LONG)[: _LONG - len(head) - len(tail)] + tail,
+    st.one_of(st.just(""), _SHAPED),
+    _UNIT,
+    st.one_of(st.just(""), _ODD),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_LINE, max_size=12))
+def test_no_line_fails_the_reader(lines: list[str]) -> None:
+    _check_reading(lines)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(_LINE, max_size=3), _LONG_LINE, st.lists(_LINE, max_size=3))
+def test_no_line_of_100000_characters_fails_the_reader(
+    before: list[str], line: str, after: list[str]
+) -> None:
+    _check_reading([*before, line, *after])
+
+
+# ---- the readers over this machine's text files ----------------------------------------------
+
+_HEAD_BYTES = 200_000
+_FILES_PER_ROOT = 2_000  # every k-th file of a root's sorted list: at most this many
+_SKIPPED_DIRS = frozenset({"__pycache__", "site-packages", ".git"})  # (a root may be one)
+_ROOTS = {
+    "stdlib": (sysconfig.get_paths()["stdlib"], ""),
+    "site-packages": (sysconfig.get_paths()["purelib"], ""),
+    "node_modules": (str(Path(__file__).resolve().parents[2] / "node_modules"), ".json"),
+    "doc": ("/usr/share/doc", ""),
+    "log": ("/var/log", ""),
+}
+
+
+def _sample(root: str, suffix: str) -> list[Path]:
+    """Every k-th file of ``root`` (sorted, so the same files on every run)."""
+    files: list[Path] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS)
+        files.extend(Path(folder, name) for name in sorted(names) if name.endswith(suffix))
+    return files[:: max(1, -(-len(files) // _FILES_PER_ROOT))]  # (k rounded up)
+
+
+def _text_lines(path: Path) -> list[str] | None:
+    """The lines of the file's first 200 KB, or None for a binary, undecodable or unreadable
+    file, or one that is not a regular file (a FIFO would block)."""
+    try:
+        if not path.is_file():
+            return None
+        with path.open("rb") as stream:
+            head = stream.read(_HEAD_BYTES)
+        # (a character the cut splits is left out, not an error)
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None if "\x00" in text else text.splitlines()
+
+
+def _read_as_work(lines: list[str], where: str) -> None:
+    """What the work memory reads of an output: its values, newest per key, by work line."""
+    found = read_work_values([Output(1, lines, list(range(len(lines))), where)], "")
+    assert all(isinstance(is_literal(h.current.value), bool) for h in found.histories.values())
+
+
+def _where_it_fails(lines: list[str], where: str) -> str:
+    """The line at which reading ``lines`` first raises (the shortest prefix that does)."""
+    low, high = 0, len(lines)
+    while high - low > 1:
+        middle = (low + high) // 2
+        try:
+            _read_as_work(lines[:middle], where)
+        except Exception:
+            high = middle
+        else:
+            low = middle
+    return f"line {high}: {lines[high - 1][:200]!r}" if lines else "(no lines)"
+
+
+@pytest.mark.parametrize("name", list(_ROOTS))
+def test_the_readers_never_fail_on_this_machines_text_files(name: str) -> None:
+    """Python's own sources, installed packages, docs and logs: every value reader the work
+    memory runs, over a deterministic sample of each."""
+    root, suffix = _ROOTS[name]
+    if not os.path.isdir(root):
+        pytest.skip(f"no {root} here")
+    failures, read = [], 0
+    for path in _sample(root, suffix):
+        lines = _text_lines(path)
+        if lines is None:
+            continue
+        read += 1
+        try:
+            _read_as_work(lines, str(path))
+        except Exception as error:
+            failures.append(f"{path}, {_where_it_fails(lines, str(path))}: {error!r}")
+    assert not failures, "\n".join(failures)
+    if not read:
+        pytest.skip(f"no text file in the sample of {root}")

@@ -96,16 +96,18 @@ _CODE_WORDS = frozenset(
     "lambda not and or if else in is return yield await def class import from".split()
 )
 
-_SECTION = re.compile(r"\s*\[\s*([A-Za-z_][\w.\- \"']*?)\s*\]\s*(?:[#;].*)?")
+# No lazy group before white space nor two runs of it in a row (`(.*?)\s*` tries every split of
+# a run: minutes for 100,000 spaces): a value's tail is trimmed after the match; `*+` keeps all.
+_SECTION = re.compile(r"\s*\[\s*([A-Za-z_][\w.\- \"']*+)\s*+\]\s*+(?:[#;].*)?")
 _ASSIGN = re.compile(
     rf"\s*(?:(?:export|readonly|const|final|pub|static|let|var|val)\s+)*({_IDENT})"
-    r"\s*(?::\s*[\w\[\], .|]+?)?\s*(:?=)(?!=)\s*(.*?)\s*;?\s*"
+    r"\s*(?::[\w\[\],.|\s]+?)?(:?=)(?!=)\s*+(.*)"  # then without its `;`
 )
-_MAPPING = re.compile(r"(\s*)(?:-\s+)?([\"']?)([A-Za-z_][\w.\-/]*)\2\s*:(?:\s+(.*?))?\s*")
+_MAPPING = re.compile(r"(\s*)(?:-\s+)?([\"']?)([A-Za-z_][\w.\-/]*)\2\s*:(?:\s++(.*))?")
 _PAIR = re.compile(r"(?<![\w.\-])([A-Za-z_][\w.\-]*)=(\"[^\"]*\"|'[^']*'|[^\s,;&]+)")
 _PIN = re.compile(r"\s*([A-Za-z][\w.\-\[\]]*)\s*(==|~=|===|@)\s*v?(\d[\w.+\-]*)\s*(?:[#;].*)?")
-_JSON_KEY = re.compile(r"""\s*["']([^"']{1,80})["']\s*:\s*(.*?)\s*,?\s*""")
-_TABLE_RULE = re.compile(r"\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*")
+_JSON_KEY = re.compile(r"""\s*["']([^"']{1,80})["']\s*:\s*+(.*)""")  # then without its `,`
+_TABLE_RULE = re.compile(r"\s*+\|?\s*+:?-+:?\s*+(?:\|\s*+:?-+:?\s*+)*\|?\s*+")
 _FENCE = re.compile(r"\s*(?:```|~~~)")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 # Lines that make a text source code: there a bare word after `=` names a variable.
@@ -130,7 +132,7 @@ _CRON_FIELD = r"(?:\*|\d+(?:-\d+)?)(?:/\d+)?(?:,(?:\d+(?:-\d+)?)(?:/\d+)?)*"
 _CRON_NAMED = r"(?:\*|[\w\-,/]+)"
 _CRON = re.compile(
     rf"\s*((?:{_CRON_FIELD}\s+){{2}}(?:{_CRON_NAMED}\s+){{2}}{_CRON_NAMED}"
-    r"|@(?:reboot|yearly|annually|monthly|weekly|daily|midnight|hourly))\s+([/~$\w.].*?)\s*"
+    r"|@(?:reboot|yearly|annually|monthly|weekly|daily|midnight|hourly))\s+([/~$\w.].*)"
 )
 _HEADER_NAME = re.compile(r"[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+")
 
@@ -167,7 +169,7 @@ def is_literal(text: str) -> bool:
 
 def _strip_comment(raw: str) -> str:
     """A value without a trailing ``# comment`` (not inside quotes, after white space)."""
-    if raw[:1] in "\"'":
+    if raw[:1] in ("'", '"'):  # (not `in "\"'"`: the empty string is in every string)
         close = raw.find(raw[0], 1)
         rest = raw[close + 1 :].strip() if close > 0 else ""
         return raw[: close + 1] if rest.startswith(("#", "//", ";")) else raw
@@ -178,30 +180,27 @@ def _strip_comment(raw: str) -> str:
     return raw.rstrip()
 
 
-def _flatten(value: object, path: str, out: list[tuple[str, str]]) -> None:
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            _flatten(inner, f"{path}.{key}" if path else str(key), out)
-    elif isinstance(value, list):
-        if all(not isinstance(v, dict | list) for v in value) and value:
-            joined = ", ".join(_scalar(v) for v in value)
-            if len(joined) <= MAX_VALUE_CHARS:
+def _flatten(value: object, out: list[tuple[str, str]]) -> None:
+    """Each scalar (or list of scalars) of ``value`` by its path, in order: a loop over a stack,
+    not recursion (from Python 3.12 on, json parses nestings deeper than the recursion limit)."""
+    stack: list[tuple[str, object]] = [("", value)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(
+                reversed([(f"{path}.{k}" if path else str(k), v) for k, v in value.items()])
+            )
+        elif isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
+            stack.extend(reversed([(f"{path}[{i}]", v) for i, v in enumerate(value)]))
+        elif isinstance(value, list):
+            if value and len(joined := ", ".join(map(_scalar, value))) <= MAX_VALUE_CHARS:
                 out.append((path, joined))
-        else:
-            for position, inner in enumerate(value):
-                _flatten(inner, f"{path}[{position}]", out)
-    elif path:
-        text = _scalar(value)
-        if text and len(text) <= MAX_VALUE_CHARS:
+        elif path and (text := _scalar(value)) and len(text) <= MAX_VALUE_CHARS:
             out.append((path, text))
 
 
 def _scalar(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return json.dumps(value) if value is None or isinstance(value, bool) else str(value)
 
 
 def _scope_of(pairs: Sequence[tuple[str, str]]) -> str:
@@ -232,7 +231,7 @@ def _json_in(line: str) -> object | None:
         return None
     try:
         return json.loads(line[start : end + 1])
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return None
 
 
@@ -287,7 +286,7 @@ class _Reader:
             parsed = _json_in(stripped)
             if isinstance(parsed, dict):
                 pairs: list[tuple[str, str]] = []
-                _flatten(parsed, "", pairs)
+                _flatten(parsed, pairs)
                 self.out.extend(_scoped(pairs, index, "json"))
                 return
         section = _SECTION.fullmatch(line) if stripped[0] == "[" else None
@@ -350,7 +349,7 @@ class _Reader:
         entry = _CRON.fullmatch(stripped)
         if not entry or (stripped[0] != "@" and "*" not in entry.group(1)):
             return False
-        command = entry.group(2)
+        command = entry.group(2).rstrip()
         if len(command) > MAX_VALUE_CHARS:
             command = command[:MAX_VALUE_CHARS].rsplit(" ", 1)[0]
         self.add(f"cron {command}", " ".join(entry.group(1).split()), index, "cron")
@@ -392,7 +391,8 @@ class _Reader:
         match = _ASSIGN.fullmatch(line)
         if not match:
             return False
-        key, op, raw = match.group(1), match.group(2), _strip_comment(match.group(3))
+        key, op = match.group(1), match.group(2)
+        raw = _strip_comment(match.group(3).rstrip().removesuffix(";").rstrip())
         if key.startswith(("self.", "cls.", "this.")) or (key in _CODE_WORDS and not self.section):
             return False  # (a TOML or INI key may be any word: `or = 1` under `[a]` is one)
         if self.code and not self.section and line[:1].isspace():
@@ -416,7 +416,7 @@ class _Reader:
         match = _MAPPING.fullmatch(line)
         if not match:
             return False
-        indent, key, raw = len(match.group(1)), match.group(3), match.group(4) or ""
+        indent, key, raw = len(match.group(1)), match.group(3), (match.group(4) or "").rstrip()
         if match.group(2):
             raw = raw.rstrip(",")  # "key": value, in pretty-printed JSON
         if not raw:
@@ -443,7 +443,7 @@ class _Reader:
         match = _JSON_KEY.fullmatch(line)
         if not match:
             return False
-        key, raw = match.group(1), match.group(2)
+        key, raw = match.group(1), match.group(2).rstrip().removesuffix(",").rstrip()
         indent = len(line) - len(line.lstrip())
         if raw in ("{", "["):
             self.path(indent, key)
