@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import random
 import re
 import sys
@@ -372,6 +374,13 @@ def score(session: Session, text: str, tokens: tuple[int, int] = (0, 0)) -> Scor
     return Score(session.seed, axes, kept, stale, wrong, (own[0], own[1]), formats, tokens)
 
 
+def run_one(seed: int) -> Score:
+    """Generate, replay and score the session of ``seed``."""
+    session = generate(seed)
+    text, before, after = replay(session)
+    return score(session, text, (before, after))
+
+
 def eval_seeds() -> list[int]:
     return json.loads(EVAL_FILE.read_text(encoding="utf-8"))["seeds"]
 
@@ -415,15 +424,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=("eval", "tune"), default="eval")
     parser.add_argument("--sessions", type=int, default=None, help="at most this many")
     parser.add_argument("--json", action="store_true", help="one JSON score per session")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes")
     args = parser.parse_args(argv)
     seeds = eval_seeds() if args.split == "eval" else list(range(TUNE_SEEDS, TUNE_SEEDS + 100))
     seeds = seeds[: args.sessions] if args.sessions else seeds
     scores = []
-    for done, seed in enumerate(seeds, 1):
-        session = generate(seed)
-        text, before, after = replay(session)
-        scores.append(score(session, text, (before, after)))
-        print(f"session {done}/{len(seeds)}: seed {seed} kept {scores[-1].kept}", file=sys.stderr)
+    with multiprocessing.Pool(max(1, args.jobs)) as pool:
+        for done, result in enumerate(pool.imap(run_one, seeds), 1):
+            scores.append(result)
+            print(
+                f"session {done}/{len(seeds)}: seed {result.seed} kept {result.kept}",
+                file=sys.stderr,
+            )
     if args.json:
         print("\n".join(json.dumps(asdict(s)) for s in scores))
     else:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._call_settings import setting_lines
 from ._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
 from ._salient import traceback_blocks
 
@@ -200,12 +201,15 @@ class Work:
 @dataclass(frozen=True, slots=True)
 class Output:
     """One tool output as printed: its call's number, its lines, the work line each became
-    (-1: blank or framing), and the first path its call names (where it was read from)."""
+    (-1: blank or framing), and the first path its call names (where it was read from).
+    ``written``: the lines the call's own arguments write (:mod:`._call_settings`), which are
+    no line of the work."""
 
     call: int
     lines: list[str]
     indices: list[int]
     where: str
+    written: bool = False
 
 
 def collect(entries: Sequence[Entry], first_call_number: int) -> tuple[Work, list[Output]]:
@@ -246,6 +250,11 @@ def collect(entries: Sequence[Entry], first_call_number: int) -> tuple[Work, lis
                 )
             )
             work.calls += 1
+            # What the call writes is read before what it prints: its output is newer.
+            written = setting_lines(call)
+            if written:
+                where = next(iter(PATH.findall(groups[-1].arguments)), "")
+                outputs.append(Output(number, written, [-1] * len(written), where, True))
         if entry.kind == TOOL:
             for output in entry.outputs:
                 group = by_call.get(output.call_id)

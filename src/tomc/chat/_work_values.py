@@ -92,11 +92,14 @@ def read_work_values(
     for lines_of, group in ((earlier_by_line, earlier), (by_line, outputs)):
         for output in group:
             for value in read_values(output.lines):
-                if value.form == "constant":
-                    # Constants of code are per module: the file the call read names it.
+                if value.form == "constant" or (output.written and not value.scope):
+                    # Constants of code are per module, and a value a command writes belongs
+                    # to the file it writes: the path the call names scopes it.
                     value = replace(value, scope=output.where or f"call {output.call}")
                 readings.append((value, output.call))
-                lines_of.setdefault(output.indices[value.line], []).append(value)
+                index = output.indices[value.line]
+                if index >= 0:
+                    lines_of.setdefault(index, []).append(value)
     if later_text:
         readings.extend((value, LATER) for value in read_values(later_text.splitlines()))
     return ReadValues(newest_values(readings), by_line, earlier_by_line)
