@@ -101,7 +101,7 @@ _CODE_WORDS = frozenset(
 _SECTION = re.compile(r"\s*\[\s*([A-Za-z_][\w.\- \"']*+)\s*+\]\s*+(?:[#;].*)?")
 _ASSIGN = re.compile(
     rf"\s*(?:(?:export|readonly|const|final|pub|static|let|var|val)\s+)*({_IDENT})"
-    r"\s*(?::[\w\[\],.|\s]+?)?(:?=)(?!=)\s*+(.*)"  # then without its `;`
+    r"\s*(?::[\w\[\],.|&'<>\s]+?)?(:?=)(?!=)\s*+(.*)"  # then without its `;`
 )
 _MAPPING = re.compile(r"(\s*)(?:-\s+)?([\"']?)([A-Za-z_][\w.\-/]*)\2\s*:(?:\s++(.*))?")
 _PAIR = re.compile(r"(?<![\w.\-])([A-Za-z_][\w.\-]*)=(\"[^\"]*\"|'[^']*'|[^\s,;&]+)")
