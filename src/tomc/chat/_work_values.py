@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from .._core.retrieval import clause_matches, part_count, task_clauses
+from .._core.value_tables import read_table_values
 from .._core.values import Value, ValueHistory, newest_values, read_values
 from ._work_lines import Output
 
@@ -91,7 +92,7 @@ def read_work_values(
     earlier_by_line: dict[int, list[Value]] = {}
     for lines_of, group in ((earlier_by_line, earlier), (by_line, outputs)):
         for output in group:
-            for value in read_values(output.lines):
+            for value in _read(output.lines):
                 if value.form == "constant" or (output.written and not value.scope):
                     # Constants of code are per module, and a value a command writes belongs
                     # to the file it writes: the path the call names scopes it.
@@ -103,6 +104,16 @@ def read_work_values(
     if later_text:
         readings.extend((value, LATER) for value in read_values(later_text.splitlines()))
     return ReadValues(newest_values(readings), by_line, earlier_by_line)
+
+
+def _read(lines: Sequence[str]) -> list[Value]:
+    """The values of one output: those read line by line, and those whose key sits elsewhere
+    (a table's header, a ``<name>`` element, the resource a plan changes), in line order."""
+    values = read_values(lines)
+    tables = read_table_values(lines)
+    if not tables:
+        return values
+    return sorted(values + tables, key=lambda value: value.line)  # stable: same-line order kept
 
 
 # Ranks a key whose value the task states below every key whose value it does not.
