@@ -120,7 +120,7 @@ def test_tables_give_each_cell_by_row_and_column(columns: list[str], data) -> No
         ("pub const MAX_FRAME_BYTES: usize = 1_048_576;", ("MAX_FRAME_BYTES", "1_048_576")),
         # Rust's borrowed and generic types (the session family lost every `&str` constant).
         ('pub const CART_HOST: &str = "db-7.internal";', ("CART_HOST", "db-7.internal")),
-        ("static NAME: &'static str = \"x1\";", ("NAME", "x1")),
+        ('static NAME: &\'static str = "x1";', ("NAME", "x1")),
         ("const LIMIT: Option<u32> = 7;", ("LIMIT", "7")),
         ('export const API_BASE = "https://api.example";', ("API_BASE", "https://api.example")),
         ("const defaultShardCount = 96", ("defaultShardCount", "96")),
