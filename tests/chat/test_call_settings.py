@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tomc.chat._call_settings import MAX_SETTING_LINES, setting_lines
+from tomc.chat._call_settings import MAX_SETTING_LINES, setting_lines, written_where
 from tomc.chat._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall, ToolOutput
 from tomc.chat._meter import meter_for
 from tomc.chat._work_memory import build_work_memory
@@ -98,3 +98,23 @@ def test_a_value_a_command_sets_replaces_the_one_printed_before():
         header="[work memory]",
     )
     assert "queue_limit = 5120 (call 2)" in memory.text
+
+
+@pytest.mark.parametrize(
+    ("arguments", "where"),
+    [
+        (
+            {"command": "sed -i 's/^a = .*/a = 1/' conf/billing-worker.conf"},
+            "conf/billing-worker.conf",
+        ),
+        ({"command": "echo 'A=1' >> .env"}, ".env"),
+        ({"file_path": "config/x.yaml", "new_string": "a: 1"}, "config/x.yaml"),
+        ({"command": "kubectl set env deployment/cart-service A=1"}, "deployment/cart-service"),
+        ({"command": "cd ops && helm upgrade cart ./chart --set a=1"}, "cart"),
+        # A bare export names nothing it belongs to (its key says whose it is); the script it
+        # runs after is not where the value lives.
+        ({"command": "export A=1 && ./scripts/restart x"}, ""),
+    ],
+)
+def test_a_written_value_belongs_to_what_the_call_writes(arguments, where):
+    assert written_where(ToolCall("c", "bash", json.dumps(arguments))) == where

@@ -81,3 +81,19 @@ def test_traditional_chinese_count_cue_is_named() -> None:
 def test_wording_cues_mark_the_route_wording_sensitive() -> None:
     assert route_task("他的原話是怎麼說的？", VARIABLES, LABELS).wording_sensitive
     assert not route_task("温度现在是多少？", VARIABLES, LABELS).wording_sensitive
+
+
+@pytest.mark.parametrize(
+    ("task", "route"),
+    [
+        ("What's the count of errors?", "count"),
+        ("Fix it, then count the retries in the log", "count"),
+        ("Count 'deploy failed' in the log", "count"),
+        # "count" ending a setting's name asks for its value, not for counting (a numbered
+        # list of asks went the count route and filled a fifth of the memory with COUNT rows).
+        ("Report the ledger sync's replica count and the payments api's region", "raw"),
+        ("Then report:\n1. the ledger sync's replica count\n2. the region", "raw"),
+    ],
+)
+def test_count_as_a_verb_or_the_count_of_is_counting_a_name_ending_in_count_is_not(task, route):
+    assert route_task(task, set(), set()).route == route

@@ -79,8 +79,13 @@ _FREQUENCY = _Cues(
         "出現最多",
     ),
 )
+# "count" asks for counting as a verb or as "the count of", not as the last word of a name
+# ("the ledger's replica count", "retry count": a setting whose value is asked).
 _QUANTITY = _Cues(
-    _english(r"\bhow\s+many\b|\bcount(?:s|ed|ing)?\b|\btop\s+\d+"),
+    _english(
+        r"\bhow\s+many\b|(?:^|[.!?;:,(\n]\s*|\b(?:please|and|then|to)\s+)count(?:s|ing)?\b"
+        r"|\b(?:the|a|total)\s+count\s+of\b|\bcounts\s+of\b|\bcounted\b|\btop\s+\d+"
+    ),
     ("多少个", "多少個", "几个", "幾個", "一共", "总共", "總共", "多少"),
 )
 _RELATION = _Cues(

@@ -25,7 +25,13 @@ import shlex
 
 from ._conversation import ToolCall
 
-__all__ = ["MAX_ARGUMENT_CHARS", "MAX_SETTING_LINES", "SETTINGS_FILES", "setting_lines"]
+__all__ = [
+    "MAX_ARGUMENT_CHARS",
+    "MAX_SETTING_LINES",
+    "SETTINGS_FILES",
+    "setting_lines",
+    "written_where",
+]
 
 #: Only this much of an argument is read (a 10 MB heredoc costs what 20,000 characters do).
 MAX_ARGUMENT_CHARS = 20_000
@@ -86,6 +92,36 @@ def setting_lines(call: ToolCall) -> list[str]:
         elif name in _PATCH:
             lines += _from_patch(text)
     return [line[:500] for line in lines if line.strip()][:MAX_SETTING_LINES]
+
+
+_WORKLOAD = re.compile(r"(?:deployment|deploy|statefulset|sts|daemonset|ds|cronjob)/[\w.\-]+")
+
+
+def written_where(call: ToolCall) -> str:
+    """What a call's settings belong to: the file of settings it writes, else the workload
+    ``kubectl set env`` changes or the release ``helm`` upgrades; ``""`` when none is named (a
+    bare ``export``): the value's own key then says whose it is."""
+    parsed = call.parsed_arguments()
+    if not isinstance(parsed, dict):
+        return ""
+    target = next((v for k, v in parsed.items() if k in _FILE and isinstance(v, str)), "")
+    if _settings_file(target):
+        return target.strip()
+    text = " ".join(
+        " ".join(v) if isinstance(v, list) else v
+        for v in parsed.values()
+        if isinstance(v, str) or (isinstance(v, list) and all(isinstance(p, str) for p in v))
+    )[:MAX_ARGUMENT_CHARS]
+    words = [word.strip("'\"") for word in text.replace(">", " ").split()]
+    found = next((word for word in words if _settings_file(word)), "")
+    if found:
+        return found
+    if workload := _WORKLOAD.search(text):
+        return workload.group()
+    for position, word in enumerate(words[1:-1], 1):
+        if word in ("upgrade", "install") and words[position - 1] == "helm":
+            return words[position + 1]
+    return ""
 
 
 def _settings_file(path: str) -> bool:

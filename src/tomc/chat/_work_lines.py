@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._call_settings import setting_lines
+from ._call_settings import setting_lines, written_where
 from ._conversation import ASSISTANT, TOOL, USER, Entry, ToolCall
 from ._salient import traceback_blocks
 
@@ -253,8 +253,9 @@ def collect(entries: Sequence[Entry], first_call_number: int) -> tuple[Work, lis
             # What the call writes is read before what it prints: its output is newer.
             written = setting_lines(call)
             if written:
-                where = next(iter(PATH.findall(groups[-1].arguments)), "")
-                outputs.append(Output(number, written, [-1] * len(written), where, True))
+                outputs.append(
+                    Output(number, written, [-1] * len(written), written_where(call), True)
+                )
         if entry.kind == TOOL:
             for output in entry.outputs:
                 group = by_call.get(output.call_id)

@@ -93,9 +93,13 @@ def read_work_values(
     for lines_of, group in ((earlier_by_line, earlier), (by_line, outputs)):
         for output in group:
             for value in _read(output.lines):
-                if value.form == "constant" or (output.written and not value.scope):
-                    # Constants of code are per module, and a value a command writes belongs
-                    # to the file it writes: the path the call names scopes it.
+                if output.written:
+                    # A value a command writes belongs to what it writes (a file of settings,
+                    # a workload, a release), when its own key does not say.
+                    if not value.scope and output.where:
+                        value = replace(value, scope=output.where)
+                elif value.form == "constant":
+                    # Constants of code are per module: the file the call read names it.
                     value = replace(value, scope=output.where or f"call {output.call}")
                 readings.append((value, output.call))
                 index = output.indices[value.line]
