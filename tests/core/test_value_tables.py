@@ -28,6 +28,15 @@ def test_a_plan_s_change_is_its_new_value_under_its_resource():
     ) == [("analytics", "instance_type", "m6i.2xlarge"), ("analytics", "count", "3")]
 
 
+def test_an_nginx_block_s_directives_are_its_values():
+    lines = ["upstream billing {", "    keepalive 32;", "    server 10.0.0.1:8080;", "}"]
+    assert _read(*lines) == [
+        ("upstream billing", "keepalive", "32"),
+        ("upstream billing", "server", "10.0.0.1:8080"),
+    ]
+    assert _read("int main() {", "    return 0;", "}") == []  # code is no nginx block
+
+
 def test_table_cells_are_values_of_their_column_owned_by_their_row():
     html = ["<tr><th>Service</th><th>Pool Size</th></tr>", "<tr><td>ingest</td><td>48</td></tr>"]
     psql = [" service | pool_size ", "---------+-----------", " ingest  | 48", "(1 row)"]

@@ -1,12 +1,15 @@
-"""Values whose key is not on the value's line: name/value elements, tables, a plan's changes.
+"""Values whose key is not on the value's line: name/value elements, tables, a plan's changes,
+an nginx block's directives.
 
 :mod:`tomc._core.values` reads a key and its value from one line (or a section above it). Tools
 print many values otherwise: an XML ``<name>`` element followed by its ``<value>``, a table
 whose header row names the columns (HTML, ``psql``, ``kubectl get``'s aligned columns) and whose
-first cell names the row's owner, and a plan's change ``~ key = "old" -> "new"`` under the
-resource it changes (Terraform). :func:`read_table_values` reads those, each value with its key
-and its owner, so that a neighbour's value is never taken for it. Every value must be a literal
-(:func:`tomc._core.values.is_literal`); a table is read for at most :data:`MAX_ROWS` rows.
+first cell names the row's owner, a plan's change ``~ key = "old" -> "new"`` under the resource
+it changes (Terraform), and a directive ``key value;`` inside an nginx block (``upstream api
+{``, ``server {``, ``location /x {``), owned by the block. :func:`read_table_values` reads
+those, each value with its key and its owner, so that a neighbour's value is never taken for
+it. Every value must be a literal (:func:`tomc._core.values.is_literal`); a table is read for
+at most :data:`MAX_ROWS` rows.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ _CHANGE = re.compile(
     r"\s*+[~+]\s++([A-Za-z_][\w.\-]*+)\s++=\s++(\"[^\"]*+\"|\S++)\s++->\s++(\"[^\"]*+\"|\S++)\s*+"
 )
 _RESOURCE = re.compile(r"\s*+(?:[~+\-]\s*+)?resource\s++\"[^\"]++\"\s++\"([^\"]++)\"\s*+\{\s*+")
+_NGINX_BLOCK = re.compile(
+    r"\s*+(upstream|server|location|http|events|map|geo|stream)\b\s*+([^{}\s]*+)[^{}]*+\{\s*+"
+)
+_DIRECTIVE = re.compile(r"\s++([a-z_][a-z0-9_]*+)\s++([^\s;{}#]++);\s*+(?:#.*)?")
 _HTML_CELL = re.compile(r"<t([hd])[^>]*>(.*?)</t[hd]>", re.IGNORECASE)
 _PSQL_RULE = re.compile(r"\s*-+(?:\+-+)+\s*")
 _COLUMNS = re.compile(r"[A-Z][A-Z0-9_()/\-]*+(?: [A-Z][A-Z0-9_()/\-]*+)?")
@@ -42,11 +49,23 @@ def read_table_values(lines: Sequence[str]) -> list[Value]:
     order of the lines that hold them."""
     out: list[Value] = []
     scope = ""
+    block = ""  # the nginx block the lines are in ("" outside one)
     index = 0
     count = len(lines)
     while index < count:
         line = lines[index]
         following = lines[index + 1] if index + 1 < count else ""
+        if opened := _NGINX_BLOCK.fullmatch(line):
+            block = f"{opened.group(1)} {opened.group(2)}".strip()
+            index += 1
+            continue
+        if block:
+            if line.strip() == "}":
+                block = ""
+            elif directive := _DIRECTIVE.fullmatch(line):
+                _add(out, directive.group(1), directive.group(2), index, "directive", block)
+                index += 1
+                continue
         if (found := _XML_NAME.fullmatch(line)) and (value := _XML_VALUE.fullmatch(following)):
             _add(out, found.group(1).strip(), value.group(1), index + 1, "xml", "")
             index += 2
