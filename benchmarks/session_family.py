@@ -25,13 +25,13 @@ memory keeps of a history one to nine times its target, the real CLIs' long cell
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing
 import os
 import random
 import re
 import sys
-import sysconfig
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,6 +48,7 @@ from benchmarks.family_formats import (
     Reading,
     value_for,
 )
+from benchmarks.work_memory_formats import filler
 from tomc.chat import AutomaticChatSession, SessionOptions
 
 EVAL_FILE = Path(__file__).with_name("session_family_eval.json")
@@ -107,28 +108,22 @@ class Session:
     plants: list[Plant] = field(default_factory=list)
 
 
-def _filler_lines() -> list[str]:
-    root = Path(sysconfig.get_paths()["stdlib"])
-    lines: list[str] = []
-    for module in MODULES:
-        path = root / module
-        if path.is_file():
-            lines += [
-                line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-            ]
-    return lines
+@functools.cache
+def _source() -> list[str]:
+    """The stdlib lines filler is cut from (read once, when the first session is made)."""
+    return [line for line in filler(MODULES) if line.strip()]
 
 
-_SOURCE = _filler_lines()
 _WORD = re.compile(r"[A-Za-z_]{4,}")
 
 
 def _filler(kind: str, rng: random.Random, chars: int) -> list[str]:
     """``chars`` characters of filler of ``kind``, from a random place in the stdlib source."""
-    start = rng.randrange(len(_SOURCE) - 400)
+    source = _source()
+    start = rng.randrange(len(source) - 400)
     out: list[str] = []
     size = 0
-    for n, line in enumerate(_SOURCE[start:]):
+    for n, line in enumerate(source[start:]):
         words = _WORD.findall(line) or ["pass"]
         if kind == "json":
             line = json.dumps({"id": n, "name": words[0], "tags": words[1:3]})

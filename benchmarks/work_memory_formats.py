@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
 
 from tomc.chat._conversation import ASSISTANT, TOOL, Entry, ToolCall, ToolOutput
@@ -136,11 +137,11 @@ PLANTS = (
 TASK = "Please report, for the incident review:\n" + "\n".join(f"- {w};" for w, _, _ in PLANTS)
 
 
-def filler() -> list[str]:
-    """The non-blank lines of :data:`MODULES` (those the installed Python has)."""
+def filler(modules: Sequence[str] = MODULES) -> list[str]:
+    """The non-empty lines of ``modules`` (those the installed Python has)."""
     root = Path(sysconfig.get_paths()["stdlib"])
     lines: list[str] = []
-    for module in MODULES:
+    for module in modules:
         path = root / module
         if path.is_file():
             lines += [line for line in path.read_text(encoding="utf-8").splitlines() if line]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .values import MAX_VALUE_CHARS, Value, is_literal
 
@@ -74,8 +74,8 @@ def read_table_values(lines: Sequence[str]) -> list[Value]:
             scope = resource.group(1)
         elif change := _CHANGE.fullmatch(line):
             _add(out, change.group(1), change.group(3).strip('"'), index, "change", scope)
-        elif "<t" in line.lower() and _cells(line, "h"):
-            index = _table(out, lines, index, _cells(line, "h"), _html_row)
+        elif "<t" in line.lower() and (header := _cells(line, "h")):
+            index = _table(out, lines, index, header, _html_row)
             continue
         elif "|" in line and _PSQL_RULE.fullmatch(following):
             header = [cell.strip() for cell in line.split("|")]
@@ -115,7 +115,13 @@ def _psql_row(line: str) -> list[str] | None:
     return [cell.strip() for cell in line.split("|")]
 
 
-def _table(out: list[Value], lines: Sequence[str], index: int, header: list[str], row_of) -> int:
+def _table(
+    out: list[Value],
+    lines: Sequence[str],
+    index: int,
+    header: list[str],
+    row_of: Callable[[str], list[str] | None],
+) -> int:
     """Rows after ``header`` (at ``index``): each cell a value of its column's key, owned by
     the row's first cell; the index after the table."""
     index += 1

@@ -37,6 +37,9 @@ __all__ = [
 MAX_ARGUMENT_CHARS = 20_000
 #: A call yields at most this many lines.
 MAX_SETTING_LINES = 200
+#: A command's heredocs are read when it has at most this many, and a sed script when it is at
+#: most this long (the patterns that read them are quadratic past that).
+MAX_HEREDOCS, MAX_SED_SCRIPT = 16, 2_000
 #: Files of settings, by suffix or by name: what an edit, a patch or a redirect writes to them
 #: are settings.
 SETTINGS_FILES = (
@@ -74,17 +77,9 @@ _HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?[^\n]*\n(.*?)\n\s*\1\s*(?:\n|$)"
 
 def setting_lines(call: ToolCall) -> list[str]:
     """The lines ``call``'s arguments write (see the module docstring); ``[]`` for none."""
-    parsed = call.parsed_arguments()
-    if not isinstance(parsed, dict):
-        return []
+    target, arguments = _arguments(call)
     lines: list[str] = []
-    target = next((v for k, v in parsed.items() if k in _FILE and isinstance(v, str)), "")
-    for name, value in parsed.items():
-        if isinstance(value, list) and all(isinstance(part, str) for part in value):
-            value = value[-1] if value[:2] in (["bash", "-lc"], ["bash", "-c"]) else " ".join(value)
-        if not isinstance(value, str) or not value.strip():
-            continue
-        text = value[:MAX_ARGUMENT_CHARS]
+    for name, text in arguments:
         if name in _SHELL:
             lines += _from_shell(text)
         elif name in _TEXT and _settings_file(target):
@@ -101,17 +96,10 @@ def written_where(call: ToolCall) -> str:
     """What a call's settings belong to: the file of settings it writes, else the workload
     ``kubectl set env`` changes or the release ``helm`` upgrades; ``""`` when none is named (a
     bare ``export``): the value's own key then says whose it is."""
-    parsed = call.parsed_arguments()
-    if not isinstance(parsed, dict):
-        return ""
-    target = next((v for k, v in parsed.items() if k in _FILE and isinstance(v, str)), "")
+    target, arguments = _arguments(call)
     if _settings_file(target):
         return target.strip()
-    text = " ".join(
-        " ".join(v) if isinstance(v, list) else v
-        for v in parsed.values()
-        if isinstance(v, str) or (isinstance(v, list) and all(isinstance(p, str) for p in v))
-    )[:MAX_ARGUMENT_CHARS]
+    text = " ".join(text for _, text in arguments)[:MAX_ARGUMENT_CHARS]
     words = [word.strip("'\"") for word in text.replace(">", " ").split()]
     found = next((word for word in words if _settings_file(word)), "")
     if found:
@@ -122,6 +110,23 @@ def written_where(call: ToolCall) -> str:
         if word in ("upgrade", "install") and words[position - 1] == "helm":
             return words[position + 1]
     return ""
+
+
+def _arguments(call: ToolCall) -> tuple[str, list[tuple[str, str]]]:
+    """The file an edit names, and each text argument (name, its first
+    :data:`MAX_ARGUMENT_CHARS` characters): a list of words as the command it runs (Codex's
+    ``["bash", "-lc", "..."]`` as its last word)."""
+    parsed = call.parsed_arguments()
+    if not isinstance(parsed, dict):
+        return "", []
+    target = next((v for k, v in parsed.items() if k in _FILE and isinstance(v, str)), "")
+    out = []
+    for name, value in parsed.items():
+        if isinstance(value, list) and all(isinstance(part, str) for part in value):
+            value = value[-1] if value[:2] in (["bash", "-lc"], ["bash", "-c"]) else " ".join(value)
+        if isinstance(value, str) and value.strip():
+            out.append((name, value[:MAX_ARGUMENT_CHARS]))
+    return target, out
 
 
 def _settings_file(path: str) -> bool:
@@ -148,12 +153,17 @@ def _from_shell(command: str) -> list[str]:
     environment prefixes, ``echo``/``printf`` text sent to a file, sed replacements,
     ``kubectl set env`` pairs and ``--set`` pairs."""
     lines: list[str] = []
-    for match in _HEREDOC.finditer(command):
+    # Each `<<` the pattern tries scans on for its terminator: a command of thousands of them
+    # took seconds (quadratic), and no real command writes more than a few heredocs.
+    heredocs = list(_HEREDOC.finditer(command)) if command.count("<<") <= MAX_HEREDOCS else []
+    rest, end = [], 0  # the command without its heredocs, each a line break
+    for match in heredocs:
         before = command[: match.start()].rsplit("\n", 1)[-1]
         if any(_settings_file(word) for word in before.replace(">", " ").split()):
             lines += match.group(2).splitlines()
-    command = _HEREDOC.sub("\n", command)
-    for part in _SEPARATOR.split(command):
+        rest += [command[end : match.start()], "\n"]
+        end = match.end()
+    for part in _SEPARATOR.split("".join(rest) + command[end:]):
         words = _words(part)
         if words:
             lines += _from_words(words)
@@ -197,7 +207,8 @@ def _from_words(words: list[str]) -> list[str]:
             out += text[0].replace("\\n", "\n").splitlines()
     elif program == "sed" and any(_settings_file(word) for word in rest[1:]):
         for word in rest[1:]:
-            found = _SED.match(word)
+            # The two lazy groups try every pair of delimiters: quadratic in a long script.
+            found = _SED.match(word) if len(word) <= MAX_SED_SCRIPT else None
             if found:
                 out.append(found.group(3).replace("\\" + found.group(1), found.group(1)))
     elif program == "kubectl" and "env" in rest:

@@ -25,13 +25,15 @@ from ._plan import Outcome, RequestPlan
 from ._policy import decide
 from ._state import ConversationState, FrozenMemory
 
-__all__ = ["RebuildClock"]
+__all__ = ["LateRebuild", "RebuildClock"]
 
 logger = logging.getLogger("tomc.chat")
 
 
-class _Rebuild:
-    """One decision running in a worker: its result, and whether the request gave up on it."""
+class LateRebuild:
+    """One decision running in a worker: the state it started from (and that state's frozen
+    memory and rebuilds then), the state it makes (``trial``), its result, and whether the
+    request gave up on it."""
 
     def __init__(self, state: ConversationState) -> None:
         self.state = state
@@ -46,16 +48,15 @@ class _Rebuild:
         self.started = time.perf_counter()
 
 
-#: Called with a late rebuild once it finished (the state it started from and its frozen memory
-#: and rebuilds then, the state it made, its seconds): the session installs it, under its lock.
-Install = Callable[[ConversationState, FrozenMemory | None, int, ConversationState, float], None]
+#: Called with a late rebuild once it finished: the session installs it, under its lock.
+Install = Callable[[LateRebuild], None]
 
 
 class RebuildClock:
     """Decides a session's requests under its ``compile_deadline_s`` (one per session)."""
 
     def __init__(self) -> None:
-        self._running: _Rebuild | None = None
+        self._running: LateRebuild | None = None
         self.missed = 0  # rebuilds that missed the deadline
 
     def decide(
@@ -75,7 +76,7 @@ class RebuildClock:
         if running is not None and not running.done.is_set():
             why = f"in time (a rebuild that missed the {deadline:g} s deadline is still running)"
             return _safe(options, state, plan, verdict, why)
-        job = _Rebuild(state)
+        job = LateRebuild(state)
         worker = threading.Thread(
             target=_work, args=(options, plan, verdict, job, install), daemon=True
         )
@@ -108,7 +109,7 @@ def _work(
     options: SessionOptions,
     plan: RequestPlan,
     verdict: Verdict | None,
-    job: _Rebuild,
+    job: LateRebuild,
     install: Install,
 ) -> None:
     outcome, error = None, None
@@ -125,7 +126,7 @@ def _work(
     if error is not None:
         logger.warning("a late rebuild failed; the next request decides again", exc_info=error)
         return
-    install(job.state, job.frozen, job.rebuilds, job.trial, time.perf_counter() - job.started)
+    install(job)
 
 
 def _safe(

@@ -76,7 +76,7 @@ class FoldedLogCost:
     def _runs(self, cuts: set[int]) -> None:
         """Each tool's runs of calls (one line when no call of it is kept) and, inside them,
         calls in a row under one name (one piece); prefix sums of their measures."""
-        calls, parts = self._calls, []
+        calls = self._calls
         self._run: list[int] = []
         self._run_first: list[int] = []  # run -> its first call (and one past the last)
         self._streak: list[int] = []
@@ -94,8 +94,8 @@ class FoldedLogCost:
         self._piece_sums: list[Measure] = [(0, 0)]
         for s in range(len(self._first) - 1):
             size = self._first[s + 1] - self._first[s]
-            parts.append(self._piece(calls[self._first[s]].logged, size, last=False))
-            self._piece_sums.append(_add(self._piece_sums[-1], parts[-1]))
+            piece = self._piece(calls[self._first[s]].logged, size, last=False)
+            self._piece_sums.append(_add(self._piece_sums[-1], piece))
         self._run_sums: list[Measure] = [(0, 0)]
         for r in range(len(self._run_first) - 1):
             line = self._line(self._run_first[r], self._run_first[r + 1] - 1)

@@ -24,7 +24,7 @@ from typing import Any
 from .._core.errors import InvalidOptionError
 from ._account import assess, cache_miss, charge
 from ._client import acall, call
-from ._deadline import RebuildClock
+from ._deadline import LateRebuild, RebuildClock
 from ._decision import Decision
 from ._meter import learned_factor
 from ._native import NativeEvent, read_native_event
@@ -32,7 +32,7 @@ from ._options import THINKING_PREFIX, SessionOptions, check_choice
 from ._plan import PreparedRequest
 from ._policy import Caches, plan_request
 from ._profiles import ModelProfile, ProfileTable
-from ._state import ConversationState, FrozenMemory
+from ._state import ConversationState
 from .dialects import CachePricing, Dialect, dialect_for
 from .dialects._base import cached_size, prompt_size
 
@@ -372,25 +372,20 @@ class AutomaticChatSession:
         )
         return PreparedRequest(outcome.body, decision, outcome.headers)
 
-    def _install_late(
-        self,
-        original: ConversationState,
-        started: FrozenMemory | None,
-        rebuilds: int,
-        trial: ConversationState,
-        took_s: float,
-    ) -> None:
-        """A rebuild that missed its deadline finished (``trial`` holds its memory): it
+    def _install_late(self, job: LateRebuild) -> None:
+        """A rebuild that missed its deadline finished (``job.trial`` holds its memory): it
         becomes the frozen memory unless the conversation moved on since it started."""
+        took_s = time.perf_counter() - job.started
         with self._lock:
             state = self._state
-            if state is not original or state.frozen is not started or state.rebuilds != rebuilds:
+            moved = state is not job.state or state.frozen is not job.frozen
+            if moved or state.rebuilds != job.rebuilds:
                 logger.info(
                     "a late rebuild finished after %.1f s; not used (the conversation moved on)",
                     took_s,
                 )
                 return
-            state.frozen, state.rebuilds = trial.frozen, trial.rebuilds
+            state.frozen, state.rebuilds = job.trial.frozen, job.trial.rebuilds
         logger.info("a late rebuild finished after %.1f s; the next request uses it", took_s)
 
     def observe_usage(self, usage: Any) -> None:
