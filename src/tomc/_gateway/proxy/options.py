@@ -41,17 +41,13 @@ OWN_PREFIX = "x-tomc-"
 TARGET_HEADER = "x-tomc-context-target"
 THINKING_HEADER = "x-tomc-thinking-prefix"
 
-#: Every conversation's session options. The target and the thinking prefix are applied per
-#: request (:mod:`tomc._gateway.proxy.rewrite`), so that settings saved while the gateway runs
-#: reach running conversations too. An agent's recent steps may be shortened to the latest turn when
-#: its tool outputs are big: otherwise each request right after a build would rebuild (a cache
-#: miss each).
 #: How long a rebuild may hold up the agent's request (a whole build of a resumed long session
 #: reads every message): past it, the request goes out with the safe compaction and the rebuild
 #: finishes off the request path for the next request (``compile_deadline_s`` of
 #: :class:`~tomc.chat.SessionOptions`). :data:`DEADLINE_ENV` (seconds, or ``off``) overrides it.
-#: Not 1 s: a Claude Code session's first build, at its 392K target, takes about 1.1 s on a
-#: 2-core machine (``benchmarks.request_overhead``), and each miss costs a second cache write.
+#: 2 s, not 1: a Claude Code session's first build, at its 392K target, takes 0.51 s on a quiet
+#: 2-core machine (``benchmarks.request_overhead``: 416K tokens) and twice that on a busy one;
+#: each miss costs a second cache write (the safe memory, then the finished one).
 COMPILE_DEADLINE_S = 2.0
 DEADLINE_ENV = "TOMC_COMPILE_DEADLINE_S"
 
@@ -79,6 +75,11 @@ def compile_deadline(environ: Mapping[str, str] = os.environ) -> float | None:
     return seconds
 
 
+#: Every conversation's session options. The target and the thinking prefix are applied per
+#: request (:mod:`tomc._gateway.proxy.rewrite`), so that settings saved while the gateway runs
+#: reach running conversations too. An agent's recent steps may be shortened to the latest turn when
+#: its tool outputs are big: otherwise each request right after a build would rebuild (a cache
+#: miss each).
 SESSION_OPTIONS = SessionOptions(min_recent_messages=0, compile_deadline_s=compile_deadline())
 
 
